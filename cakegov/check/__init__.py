@@ -1,0 +1,1 @@
+"""Rule API, plugin registry, runner, findings, verdicts and renderers."""

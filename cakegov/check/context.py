@@ -1,0 +1,218 @@
+"""What a rule sees: the schedule, the target, the workload, derived facts, and a way to
+make findings. Rules get read-only data and never print or raise for a defect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from cakegov.check.findings import Finding
+from cakegov.check.rulebook import PrimitivePlugin, RulePlugin, Target
+from cakegov.corpus.workloads import Workload
+from cakegov.ir.dtypes import dtype_bytes
+from cakegov.ir.expr import Const, Env, Expr, Interval, bounds, evaluate
+from cakegov.ir.nodes import (
+    Call,
+    Decl,
+    ExprValue,
+    For,
+    FragmentDecl,
+    Node,
+    PipelineDecl,
+    RoleDecl,
+    Schedule,
+    SmemDecl,
+    Span,
+)
+from cakegov.ir.parse import walk_statements
+from cakegov.lower.layout import SmemLayout, smem_layout
+from cakegov.plugin import Effects
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A primitive call with the role that runs it and its enclosing loops."""
+
+    call: Call
+    role: RoleDecl
+    loops: tuple[For, ...]
+
+
+class ResourceView:
+    """Declarations by name; the `view` argument of primitive `effects`."""
+
+    def __init__(self, schedule: Schedule, workload: Workload | None):
+        self._decls = {d.name: d for d in schedule.resources}
+        self._workload = workload
+
+    def decl(self, name: str) -> Decl | None:
+        return self._decls.get(name)
+
+    def tensor_dtype(self, name: str) -> str:
+        if self._workload is None or name not in self._workload.tensors:
+            return "f32"
+        return self._workload.tensors[name][0]
+
+    def tensor_dims(self, name: str) -> tuple[str, ...]:
+        if self._workload is None or name not in self._workload.tensors:
+            return ()
+        return self._workload.tensors[name][1]
+
+    @staticmethod
+    def dtype_bytes(dtype: str) -> int:
+        return dtype_bytes(dtype)
+
+    @staticmethod
+    def bytes_of(decl: Decl | None) -> int:
+        if isinstance(decl, SmemDecl):
+            return decl.stage_bytes
+        if isinstance(decl, FragmentDecl):
+            n = 1
+            for d in decl.shape:
+                n *= d
+            return n * dtype_bytes(decl.dtype)
+        return 0
+
+    @staticmethod
+    def static_value(value: Any) -> int | None:
+        if isinstance(value, ExprValue) and isinstance(value.expr, Const):
+            return value.expr.value
+        return None
+
+
+class CheckContext:
+    """Facts about one schedule, shared by all rules that check it."""
+
+    def __init__(
+        self,
+        schedule: Schedule,
+        file: str,
+        target: Target | None,
+        workload: Workload | None,
+        primitives: dict[str, PrimitivePlugin],
+    ):
+        self.schedule = schedule
+        self.file = file
+        self.target = target
+        self.workload = workload
+        self.primitives = primitives
+        self.view = ResourceView(schedule, workload)
+        self._effects: dict[str, Effects] = {}
+
+    # ---- declarations ----------------------------------------------------------------
+
+    def decl(self, name: str) -> Decl | None:
+        return self.view.decl(name)
+
+    def decls(self, kind: type) -> list[Any]:
+        return [d for d in self.schedule.resources if isinstance(d, kind)]
+
+    @cached_property
+    def layout(self) -> SmemLayout:
+        return smem_layout(self.schedule)
+
+    @cached_property
+    def pipeline_stages(self) -> dict[str, int]:
+        return {d.name: d.stages for d in self.decls(PipelineDecl)}
+
+    @cached_property
+    def shapes(self) -> list[dict[str, int]]:
+        """Concrete workload sizes to evaluate expressions under."""
+        if self.workload is None:
+            return []
+        return self.workload.shapes_for(self.schedule.sizes, self.schedule.divisible)
+
+    # ---- statements ------------------------------------------------------------------
+
+    def calls(self, primitive: str | None = None) -> Iterator[CallSite]:
+        """Every primitive call in every role body, in program order."""
+        for role in self.schedule.roles:
+            for stmt, loops in walk_statements(role.body):
+                if isinstance(stmt, Call) and (primitive is None or stmt.primitive == primitive):
+                    yield CallSite(stmt, role, loops)
+
+    def effects(self, call: Call) -> Effects:
+        """The declared effects of a call (from its primitive plugin)."""
+        if call.path not in self._effects:
+            self._effects[call.path] = self.primitives[call.primitive].effects(call, self.view)
+        return self._effects[call.path]
+
+    def env(self, sizes: dict[str, int]) -> Env:
+        return Env(sizes=sizes, pipeline_stages=self.pipeline_stages)
+
+    def loop_ranges(self, loops: tuple[For, ...], sizes: dict[str, int]
+                    ) -> dict[str, Interval] | None:
+        """The interval of each loop variable under `sizes`; None if a loop never runs."""
+        env = self.env(sizes)
+        ranges: dict[str, Interval] = {}
+        for loop in loops:
+            lo, _ = bounds(loop.start, ranges, env)
+            _, hi = bounds(loop.stop, ranges, env)
+            last = hi - 1
+            if last < lo:
+                return None
+            last -= (last - lo) % loop.step
+            ranges[loop.var] = (lo, last)
+        return ranges
+
+    def value_range(self, expr: Expr, loops: tuple[For, ...]) -> Interval | None:
+        """Bounds of a block-independent expression over every check shape and iteration."""
+        result: Interval | None = None
+        for sizes in self.shapes or [{}]:
+            ranges = self.loop_ranges(loops, sizes)
+            if ranges is None:
+                continue
+            lo, hi = bounds(expr, ranges, self.env(sizes))
+            result = (lo, hi) if result is None else (min(result[0], lo), max(result[1], hi))
+        return result
+
+    def evaluate(self, expr: Expr, sizes: dict[str, int]) -> int:
+        return evaluate(expr, self.env(sizes))
+
+
+class RuleContext:
+    """A CheckContext seen by one rule: adds `finding()` with the rule's metadata."""
+
+    def __init__(self, base: CheckContext, rule: RulePlugin):
+        self._base = base
+        self.rule = rule
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+    def finding(
+        self,
+        node: Node | Span | None,
+        message: str,
+        *,
+        condition: str = "",
+        hint: str | None = None,
+        resource: str | None = None,
+        role: str | None = None,
+        stage: str | None = None,
+        evidence: dict[str, Any] | None = None,
+        path: str | None = None,
+        span: Span | None = None,
+    ) -> Finding:
+        """A finding of this rule pointing at `node` (or an explicit span)."""
+        if isinstance(node, Span):
+            span, node = node, None
+        node_path = path or (node.path if node is not None else "schedule")
+        return Finding(
+            code=self.rule.code,
+            rule=self.rule.name,
+            severity=self.rule.severity,  # type: ignore[arg-type]
+            authority=self.rule.authority,  # type: ignore[arg-type]
+            message=message,
+            file=self._base.file,
+            path=node_path,
+            span=span or (node.span if node is not None else None),
+            resource=resource,
+            role=role,
+            stage=stage,
+            condition=condition,
+            hint=hint,
+            evidence=evidence or {},
+        )

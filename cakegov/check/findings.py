@@ -1,0 +1,92 @@
+"""Findings and verdicts: diagnostics are data."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cakegov.ir.nodes import Span
+
+Severity = Literal["blocking", "report", "hint"]
+Authority = Literal["legality", "estimate", "coverage", "input", "internal"]
+Verdict = Literal["clean", "rejected", "incomplete", "error"]
+
+SEVERITIES: tuple[str, ...] = ("blocking", "report", "hint")
+
+
+class Finding(BaseModel):
+    """One diagnostic: what is wrong, where, which resource/role/stage, and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    code: str
+    rule: str
+    severity: Severity
+    authority: Authority
+    message: str
+    file: str
+    path: str
+    span: Span | None = None
+    resource: str | None = None
+    role: str | None = None
+    stage: str | None = None
+    condition: str = ""
+    hint: str | None = None
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+    def sort_key(self) -> tuple:
+        line = self.span.line if self.span else 0
+        col = self.span.col if self.span else 0
+        return (self.file, line, col, self.code, self.message)
+
+
+class FileResult(BaseModel):
+    """The verdict on one schedule file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    file: str
+    schedule: str | None = None
+    sha256: str | None = None
+    target: str | None = None
+    workload: str | None = None
+    verdict: Verdict
+    findings: tuple[Finding, ...] = ()
+    incomplete_reasons: tuple[str, ...] = ()
+
+
+class CheckReport(BaseModel):
+    """The result of one `cakegov check` run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: Literal[1] = 1
+    engine_version: str
+    verifier_digest: str
+    results: tuple[FileResult, ...]
+
+
+def verdict_of(findings: tuple[Finding, ...] | list[Finding], incomplete: bool) -> Verdict:
+    """The verdict implied by a file's findings (DESIGN.md, Findings and verdicts)."""
+    if any(f.authority in ("input", "internal") for f in findings):
+        return "error"
+    if any(f.severity == "blocking" for f in findings):
+        return "rejected"
+    if incomplete or any(f.authority == "coverage" for f in findings):
+        return "incomplete"
+    return "clean"
+
+
+EXIT_CLEAN, EXIT_REJECTED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 101
+
+
+def exit_code(results: tuple[FileResult, ...] | list[FileResult]) -> int:
+    """Exit status for a set of results: internal > input > rejected > incomplete > clean."""
+    findings = [f for r in results for f in r.findings]
+    if any(f.authority == "internal" for f in findings):
+        return EXIT_INTERNAL
+    if any(r.verdict == "error" for r in results):
+        return EXIT_USAGE
+    if any(r.verdict == "rejected" for r in results):
+        return EXIT_REJECTED
+    if any(r.verdict == "incomplete" for r in results):
+        return EXIT_INCOMPLETE
+    return EXIT_CLEAN

@@ -1,0 +1,121 @@
+"""SARIF 2.1.0 for GitHub code scanning: stable ruleIds (the rule codes) and
+partialFingerprints that survive line moves (code, file, IR path, resource, role, stage)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from cakegov import __version__
+from cakegov.check.findings import FileResult, Finding
+from cakegov.check.rulebook import Rulebook
+from cakegov.ir import errors
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {"blocking": "error", "report": "warning", "hint": "note"}
+_INPUT_CODES = {
+    errors.SYNTAX: "syntax error",
+    errors.ENCODING: "source is not UTF-8 text",
+    errors.FORBIDDEN: "construct outside the schedule language",
+    errors.ARG_TYPE: "argument of the wrong type",
+    errors.LIMIT: "input exceeds a front-end limit",
+    errors.STRUCTURE: "malformed schedule structure",
+    "E106": "file cannot be read",
+}
+
+
+def fingerprint(f: Finding) -> str:
+    key = "\x1f".join([f.code, f.file, f.path, f.resource or "", f.role or "", f.stage or "",
+                       f.message if f.authority in ("input", "internal") else ""])
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _uri(file: str, root: Path | None) -> str:
+    path = Path(file)
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
+def _descriptors(rulebook: Rulebook) -> list[dict]:
+    out = []
+    for rule in rulebook.rules:
+        out.append({
+            "id": rule.code,
+            "name": "".join(part.capitalize() for part in rule.name.split("-")),
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": rule.section("What it does") or rule.summary},
+            "help": {"text": rule.doc, "markdown": rule.doc},
+            "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+            "properties": {"category": rule.category, "status": rule.status,
+                           "version": rule.version, "tags": [rule.category, rule.name]},
+        })
+    for code, text in sorted(_INPUT_CODES.items()):
+        out.append({
+            "id": code, "name": "InputError",
+            "shortDescription": {"text": text},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"category": "input"},
+        })
+    return out
+
+
+def _result(f: Finding, index: dict[str, int], root: Path | None) -> dict:
+    location: dict = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.file, root)}}}
+    if f.span is not None:
+        location["physicalLocation"]["region"] = {
+            "startLine": f.span.line, "startColumn": f.span.col,
+            "endLine": f.span.end_line, "endColumn": max(f.span.end_col, f.span.col + 1)
+            if f.span.end_line == f.span.line else f.span.end_col,
+        }
+    location["logicalLocations"] = [{"fullyQualifiedName": f.path, "kind": "member"}]
+    result: dict = {
+        "ruleId": f.code,
+        "level": _LEVEL.get(f.severity, "error"),
+        "message": {"text": f.message + (f" Hint: {f.hint}" if f.hint else "")},
+        "locations": [location],
+        "partialFingerprints": {"cakegovFinding/v1": fingerprint(f)},
+        "properties": {k: v for k, v in (("resource", f.resource), ("role", f.role),
+                       ("stage", f.stage), ("condition", f.condition),
+                       ("authority", f.authority)) if v},
+    }
+    if f.code in index:
+        result["ruleIndex"] = index[f.code]
+    steps = f.evidence.get("witness_steps")
+    if isinstance(steps, list) and steps:
+        result["codeFlows"] = [{"threadFlows": [{"locations": [
+            {"location": {
+                "physicalLocation": {"artifactLocation": {"uri": _uri(f.file, root)},
+                                     "region": {"startLine": s.get("line", 1)}},
+                "message": {"text": s.get("text", "")}}}
+            for s in steps]}]}]
+    return result
+
+
+def render_sarif(results: list[FileResult], rulebook: Rulebook, root: Path | None = None
+                 ) -> str:
+    descriptors = _descriptors(rulebook)
+    index = {d["id"]: i for i, d in enumerate(descriptors)}
+    findings = [f for r in results for f in r.findings]
+    internal = any(f.authority == "internal" for f in findings)
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "cakegov",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "rules": descriptors,
+                "properties": {"verifierDigest": rulebook.digest()},
+            }},
+            "invocations": [{"executionSuccessful": not internal}],
+            "results": [_result(f, index, root) for f in findings],
+            "columnKind": "unicodeCodePoints",
+        }],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

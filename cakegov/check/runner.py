@@ -1,0 +1,116 @@
+"""Runs a rulebook over schedule files and turns findings into verdicts."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cakegov.check.context import CheckContext, RuleContext
+from cakegov.check.findings import FileResult, Finding, verdict_of
+from cakegov.check.rulebook import Rulebook, RulePlugin
+from cakegov.corpus.workloads import Workload
+from cakegov.ir.canonical import schedule_sha256
+from cakegov.ir.errors import InputError
+from cakegov.ir.parse import Vocabulary, parse_bytes
+
+SCHEDULE_SUFFIX = ".cake"
+
+
+def expand_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; directories become their `*.cake` files, recursively, sorted."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob(f"*{SCHEDULE_SUFFIX}") if p.is_file()))
+        else:
+            out.append(path)
+    return out
+
+
+def _input_finding(file: str, exc: InputError) -> Finding:
+    return Finding(
+        code=exc.code, rule="input", severity="blocking", authority="input",
+        message=exc.message, file=file, path="source", span=exc.span, hint=exc.hint,
+    )
+
+
+@dataclass
+class Checker:
+    """A rulebook plus the workloads it checks against."""
+
+    rulebook: Rulebook
+    workloads: dict[str, Workload]
+    target_override: str | None = None
+    preview: bool = False
+    only: frozenset[str] | None = None
+    _vocab: Vocabulary | None = field(default=None, init=False, repr=False)
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if self._vocab is None:
+            self._vocab = Vocabulary(
+                primitives=self.rulebook.spellings(),
+                workloads={name: wl.sig for name, wl in self.workloads.items()},
+            )
+        return self._vocab
+
+    def active_rules(self) -> list[RulePlugin]:
+        rules = []
+        for rule in self.rulebook.rules:
+            if self.only is not None:
+                if rule.code in self.only or rule.name in self.only:
+                    rules.append(rule)
+                continue
+            if rule.status == "stable" or (rule.status == "preview" and self.preview):
+                rules.append(rule)
+        return rules
+
+    def check_path(self, path: Path) -> FileResult:
+        file = str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return FileResult(file=file, verdict="error", findings=(Finding(
+                code="E106", rule="input", severity="blocking", authority="input",
+                message=f"cannot read file: {exc.strerror or exc}", file=file, path="source",
+            ),))
+        return self.check_bytes(data, file)
+
+    def check_bytes(self, data: bytes, file: str) -> FileResult:
+        try:
+            schedule = parse_bytes(data, self.vocabulary)
+        except InputError as exc:
+            return FileResult(file=file, verdict="error", findings=(_input_finding(file, exc),))
+        if self.target_override is not None:
+            schedule = schedule.model_copy(update={"target": self.target_override})
+        ctx = CheckContext(
+            schedule=schedule,
+            file=file,
+            target=self.rulebook.targets.get(schedule.target),
+            workload=self.workloads.get(schedule.workload),
+            primitives=self.rulebook.primitives,
+        )
+        findings: list[Finding] = []
+        for rule in self.active_rules():
+            try:
+                findings.extend(rule.check(RuleContext(ctx, rule)))
+            except Exception as exc:  # a crashing rule is an internal error, never a finding
+                tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                findings.append(Finding(
+                    code=rule.code, rule=rule.name, severity="blocking", authority="internal",
+                    message=f"rule {rule.code} {rule.name} crashed: {tb}", file=file,
+                    path="schedule",
+                ))
+        findings.sort(key=Finding.sort_key)
+        reasons = tuple(f.message for f in findings if f.authority == "coverage")
+        return FileResult(
+            file=file, schedule=schedule.name, sha256=schedule_sha256(schedule),
+            target=schedule.target, workload=schedule.workload,
+            verdict=verdict_of(findings, incomplete=bool(reasons)),
+            findings=tuple(findings), incomplete_reasons=reasons,
+        )
+
+    def check_paths(self, paths: Iterable[Path]) -> list[FileResult]:
+        return [self.check_path(p) for p in expand_paths(paths)]

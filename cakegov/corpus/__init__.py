@@ -1,0 +1,1 @@
+"""Corpus loading: workloads, labelled schedules."""

@@ -1,0 +1,1 @@
+"""Schedule language front end and typed IR."""

@@ -1,0 +1,228 @@
+"""Integer index expressions: static arithmetic over workload sizes, block indices and loop
+variables. Expressions are data; `evaluate` and `bounds` interpret them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Values outside this range are rejected by the front end: absurd bounds are input errors.
+INT_LIMIT = 2**40
+
+
+class _Expr(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Const(_Expr):
+    kind: Literal["const"] = "const"
+    value: int
+
+
+class Size(_Expr):
+    """A workload size symbol such as `M` (written `lm.M`)."""
+
+    kind: Literal["size"] = "size"
+    name: str
+
+
+class Block(_Expr):
+    """The CTA index along one grid axis (written `lm.block(axis)`)."""
+
+    kind: Literal["block"] = "block"
+    axis: int
+
+
+class Var(_Expr):
+    """A loop variable bound by `for v in lm.range(...)`."""
+
+    kind: Literal["var"] = "var"
+    name: str
+
+
+BinaryOp = Literal["+", "-", "*", "//", "%", "cdiv", "min", "max"]
+CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
+
+
+class BinOp(_Expr):
+    kind: Literal["bin"] = "bin"
+    op: BinaryOp
+    lhs: Expr
+    rhs: Expr
+
+
+class Compare(_Expr):
+    """A condition; evaluates to 0 or 1."""
+
+    kind: Literal["cmp"] = "cmp"
+    op: CompareOp
+    lhs: Expr
+    rhs: Expr
+
+
+class StageOf(_Expr):
+    """The ring stage that pipeline iteration `iter` uses (written `ring.stage(k)`)."""
+
+    kind: Literal["stage"] = "stage"
+    pipeline: str
+    iter: Expr
+
+
+Expr = Annotated[
+    Const | Size | Block | Var | BinOp | Compare | StageOf, Field(discriminator="kind")
+]
+
+for _model in (BinOp, Compare, StageOf):
+    _model.model_rebuild()
+
+
+class EvalError(Exception):
+    """An expression could not be evaluated in the given environment."""
+
+
+@dataclass(frozen=True)
+class Env:
+    """Concrete values for the free symbols of an expression."""
+
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    vars: Mapping[str, int] = field(default_factory=dict)
+    blocks: Mapping[int, int] = field(default_factory=dict)
+    pipeline_stages: Mapping[str, int] = field(default_factory=dict)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def apply_op(op: str, a: int, b: int) -> int:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("//", "%", "cdiv") and b == 0:
+        raise EvalError("division by zero")
+    if op == "//":
+        return a // b
+    if op == "%":
+        return a % b
+    if op == "cdiv":
+        return _cdiv(a, b)
+    if op == "min":
+        return min(a, b)
+    if op == "max":
+        return max(a, b)
+    raise EvalError(f"unknown operator {op}")
+
+
+def compare_op(op: str, a: int, b: int) -> bool:
+    return {
+        "==": a == b,
+        "!=": a != b,
+        "<": a < b,
+        "<=": a <= b,
+        ">": a > b,
+        ">=": a >= b,
+    }[op]
+
+
+def evaluate(expr: Expr, env: Env) -> int:
+    """The value of `expr` under `env`; raises EvalError for a free symbol without value."""
+    match expr:
+        case Const(value=v):
+            return v
+        case Size(name=n):
+            if n not in env.sizes:
+                raise EvalError(f"workload size {n} has no value")
+            return env.sizes[n]
+        case Block(axis=a):
+            if a not in env.blocks:
+                raise EvalError(f"block index {a} has no value")
+            return env.blocks[a]
+        case Var(name=n):
+            if n not in env.vars:
+                raise EvalError(f"loop variable {n} has no value")
+            return env.vars[n]
+        case BinOp(op=op, lhs=lhs, rhs=rhs):
+            return apply_op(op, evaluate(lhs, env), evaluate(rhs, env))
+        case Compare(op=op, lhs=lhs, rhs=rhs):
+            return int(compare_op(op, evaluate(lhs, env), evaluate(rhs, env)))
+        case StageOf(pipeline=p, iter=it):
+            if p not in env.pipeline_stages:
+                raise EvalError(f"pipeline {p} has no stage count")
+            return evaluate(it, env) % env.pipeline_stages[p]
+    raise EvalError(f"cannot evaluate {expr!r}")
+
+
+Interval = tuple[int, int]
+
+
+def bounds(expr: Expr, ranges: Mapping[str, Interval], env: Env) -> Interval:
+    """A closed interval containing every value of `expr` when each loop variable in
+    `ranges` takes any value in its interval; other symbols come from `env`."""
+    match expr:
+        case Var(name=n) if n in ranges:
+            return ranges[n]
+        case BinOp(op=op, lhs=lhs, rhs=rhs):
+            lo_a, hi_a = bounds(lhs, ranges, env)
+            lo_b, hi_b = bounds(rhs, ranges, env)
+            if op in ("+", "-", "*", "min", "max"):
+                corners = [apply_op(op, a, b) for a in (lo_a, hi_a) for b in (lo_b, hi_b)]
+                return min(corners), max(corners)
+            if op in ("//", "cdiv") and lo_b > 0:
+                corners = [apply_op(op, a, b) for a in (lo_a, hi_a) for b in (lo_b, hi_b)]
+                return min(corners), max(corners)
+            if op == "%" and lo_b == hi_b and lo_b > 0:
+                if hi_a - lo_a + 1 >= lo_b:
+                    return 0, lo_b - 1
+                lo, hi = lo_a % lo_b, hi_a % lo_b
+                return (lo, hi) if lo <= hi else (0, lo_b - 1)
+            raise EvalError(f"cannot bound {op} over a non-constant divisor")
+        case Compare():
+            return 0, 1
+        case StageOf(pipeline=p):
+            if p not in env.pipeline_stages:
+                raise EvalError(f"pipeline {p} has no stage count")
+            return 0, env.pipeline_stages[p] - 1
+    value = evaluate(expr, env)
+    return value, value
+
+
+def free_symbols(expr: Expr) -> set[str]:
+    """Names of the loop variables, sizes (`size:M`) and blocks (`block:0`) in `expr`."""
+    match expr:
+        case Var(name=n):
+            return {n}
+        case Size(name=n):
+            return {f"size:{n}"}
+        case Block(axis=a):
+            return {f"block:{a}"}
+        case BinOp(lhs=lhs, rhs=rhs) | Compare(lhs=lhs, rhs=rhs):
+            return free_symbols(lhs) | free_symbols(rhs)
+        case StageOf(iter=it):
+            return free_symbols(it)
+    return set()
+
+
+def render(expr: Expr) -> str:
+    """Source-like spelling of `expr`, for messages."""
+    match expr:
+        case Const(value=v):
+            return str(v)
+        case Size(name=n):
+            return f"lm.{n}"
+        case Block(axis=a):
+            return f"lm.block({a})"
+        case Var(name=n):
+            return n
+        case BinOp(op=op, lhs=lhs, rhs=rhs) if op in ("cdiv", "min", "max"):
+            return f"lm.{op}({render(lhs)}, {render(rhs)})"
+        case BinOp(op=op, lhs=lhs, rhs=rhs) | Compare(op=op, lhs=lhs, rhs=rhs):
+            return f"({render(lhs)} {op} {render(rhs)})"
+        case StageOf(pipeline=p, iter=it):
+            return f"{p}.stage({render(it)})"
+    return repr(expr)

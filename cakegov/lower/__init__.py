@@ -1,0 +1,1 @@
+"""Lowering passes: derive the mechanical detail of a schedule (layout, barriers, phases)."""

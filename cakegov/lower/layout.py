@@ -1,0 +1,105 @@
+"""Shared-memory layout: where every buffer stage and every mbarrier lives.
+
+This is the one derivation of offsets in the project: the checker's capacity rule, the
+protocol analysis and the CUDA emitter all read it. Buffers are placed in declaration
+order, each aligned to the larger of its declared alignment and its swizzle repeat; the
+mbarriers (8 bytes each; a pipeline owns a full and an empty barrier per stage) follow.
+The dynamic shared-memory window is only guaranteed 16-byte aligned, so when a buffer
+needs more, the kernel rounds its base up at run time and the layout reserves the
+worst-case slack of `max_align - 16` bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cakegov.ir.nodes import SWIZZLE_BYTES, MBarrierDecl, PipelineDecl, Schedule, SmemDecl
+
+BASE_ALIGN = 16  # what the CUDA runtime guarantees for extern __shared__ arrays
+MBARRIER_BYTES = 8
+
+# The byte length over which each swizzle pattern repeats (8 rows of the swizzle width).
+SWIZZLE_REPEAT = {name: 8 * width for name, width in SWIZZLE_BYTES.items() if width}
+
+
+@dataclass(frozen=True)
+class BufferSlot:
+    name: str
+    offset: int
+    stage_bytes: int
+    stages: int
+    align: int
+    padding: int  # bytes skipped before this buffer to reach `align`
+
+    @property
+    def bytes(self) -> int:
+        return self.stage_bytes * self.stages
+
+    def stage_offset(self, stage: int) -> int:
+        return self.offset + stage * self.stage_bytes
+
+
+@dataclass(frozen=True)
+class BarrierSlot:
+    name: str  # raw mbarrier name, or `<pipeline>.full` / `<pipeline>.empty`
+    offset: int
+    count: int  # number of mbarriers (stages)
+
+    def address(self, index: int) -> int:
+        return self.offset + index * MBARRIER_BYTES
+
+
+@dataclass(frozen=True)
+class SmemLayout:
+    buffers: tuple[BufferSlot, ...]
+    barriers: tuple[BarrierSlot, ...]
+    data_bytes: int  # buffer bytes, excluding padding
+    padding_bytes: int  # alignment padding between slots
+    barrier_bytes: int
+    base_slack: int  # run-time base alignment reserve
+    total_bytes: int
+
+    def buffer(self, name: str) -> BufferSlot | None:
+        return next((b for b in self.buffers if b.name == name), None)
+
+
+def buffer_alignment(decl: SmemDecl) -> int:
+    return max(decl.align, SWIZZLE_REPEAT.get(decl.swizzle, 0), BASE_ALIGN)
+
+
+def _round_up(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+def smem_layout(schedule: Schedule) -> SmemLayout:
+    """The shared-memory layout of `schedule`."""
+    offset = 0
+    buffers: list[BufferSlot] = []
+    padding = 0
+    max_align = BASE_ALIGN
+    for decl in schedule.resources:
+        if not isinstance(decl, SmemDecl):
+            continue
+        align = buffer_alignment(decl)
+        max_align = max(max_align, align)
+        start = _round_up(offset, align)
+        padding += start - offset
+        buffers.append(BufferSlot(decl.name, start, decl.stage_bytes, decl.stages, align,
+                                  start - offset))
+        offset = start + decl.stage_bytes * decl.stages
+    start = _round_up(offset, MBARRIER_BYTES)
+    padding += start - offset
+    offset = start
+    barriers: list[BarrierSlot] = []
+    for decl in schedule.resources:
+        if isinstance(decl, MBarrierDecl):
+            barriers.append(BarrierSlot(decl.name, offset, decl.stages))
+            offset += MBARRIER_BYTES * decl.stages
+        elif isinstance(decl, PipelineDecl):
+            for side in ("full", "empty"):
+                barriers.append(BarrierSlot(f"{decl.name}.{side}", offset, decl.stages))
+                offset += MBARRIER_BYTES * decl.stages
+    data = sum(b.bytes for b in buffers)
+    barrier_bytes = sum(b.count for b in barriers) * MBARRIER_BYTES
+    slack = max_align - BASE_ALIGN
+    return SmemLayout(tuple(buffers), tuple(barriers), data, padding, barrier_bytes, slack,
+                      offset + slack)

@@ -1,0 +1,27 @@
+"""Store a tile from registers or shared memory into a global tensor.
+
+With `mask=True` each element is bounds-checked against the tensor's extents, which makes
+a tile that hangs over the edge of the output (a tail tile) safe; without it the tile must
+lie inside the tensor for every CTA."""
+
+from cakegov.plugin import Arg, Effects, access, elements, operand_shape
+
+NAME = "store"
+VERSION = "1.0.0"
+SPELLING = "lm.store"
+CATEGORY = "memory"
+ARGS = (
+    Arg("dst", "tensor", "global tensor to write"),
+    Arg("at", "coord", "element coordinates of the tile origin in `dst`"),
+    Arg("src", "operand", "register fragment or shared-memory stage holding the tile"),
+    Arg("mask", "bool", "bounds-check every element against `dst` (tail strategy)",
+        required=False, default=False),
+)
+
+
+def effects(call, view):
+    src = access(call.args["src"], view)
+    dtype = view.tensor_dtype(call.args["dst"].name)
+    size = elements(operand_shape(call.args["src"], view)) * view.dtype_bytes(dtype)
+    dst = access(call.args["dst"], view).model_copy(update={"bytes": size})
+    return Effects(reads=(src,), writes=(dst,), global_bytes=size)

@@ -1,0 +1,40 @@
+"""Every corpus schedule is checked and its findings compared with its inline labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cakegov.corpus.labels import read_label_file
+
+from .conftest import CORPUS, ROOT
+
+SCHEDULES = sorted(CORPUS.rglob("*.cake"))
+
+
+def test_corpus_is_not_empty():
+    valid = [p for p in SCHEDULES if "valid" in p.relative_to(CORPUS).parts[:1]]
+    assert len(valid) >= 4
+    assert len(SCHEDULES) > len(valid)
+
+
+@pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_corpus_file_matches_labels(path: Path, checker):
+    labels = read_label_file(path)
+    result = checker.check_path(path)
+    errors = [f for f in result.findings if f.authority in ("input", "internal")]
+    assert not errors, [f.message for f in errors]
+    kind = path.relative_to(CORPUS).parts[0]
+    if kind == "valid":
+        assert labels.clean, "files under corpus/valid must be labelled `# expect: clean`"
+    else:
+        assert not labels.clean, "files under corpus/invalid carry one labelled defect"
+    found = {(f.code, f.span.line if f.span else 0) for f in result.findings
+             if f.severity == "blocking"}
+    assert found == set(labels.expected), (
+        f"{path.relative_to(ROOT)}: expected {sorted(labels.expected)}, found "
+        + "; ".join(f"{f.code}@{f.span.line if f.span else '?'}: {f.message}"
+                    for f in result.findings)
+    )
+    assert result.verdict == ("clean" if labels.clean else "rejected")
