@@ -183,15 +183,61 @@ def version(rules: RulesOpt = None) -> None:
               f"primitives, {len(book.targets)} targets)")
 
 
+@app.command()
+def docs(
+    check_only: Annotated[bool, typer.Option("--check", help="Exit 1 if a generated page is "
+                          "out of date instead of writing it.")] = False,
+    docs_dir: Annotated[Path | None, typer.Option("--docs", help="Documentation directory "
+                        "(default: docs/ of the enclosing project).")] = None,
+    rules: RulesOpt = None,
+) -> None:
+    """Regenerate docs/rules.md and the primitive reference in docs/language.md."""
+    from cakegov.docs import DocsError, plan, stale_pages, write_pages
+
+    book = load_rulebook(rules)
+    if docs_dir is None:
+        root = project_root()
+        if root is None:
+            raise usage_error("no docs directory found: run inside a cakegov project or "
+                              "pass --docs")
+        docs_dir = root / "docs"
+    try:
+        pages = plan(book, docs_dir)
+    except DocsError as exc:
+        raise usage_error(str(exc)) from None
+    if check_only:
+        stale = stale_pages(pages)
+        for page in stale:
+            err.print(Text(f"docs: {page.path} is out of date with the rulebook; run "
+                           "`cakegov docs`", style="red"))
+        if stale:
+            raise typer.Exit(EXIT_REJECTED)
+        out.print(f"docs ok: {len(pages)} generated pages match {len(book.rules)} rules and "
+                  f"{len(book.primitives)} primitives")
+        return
+    written = write_pages(pages)
+    for path in written:
+        out.print(f"wrote {path}")
+    if not written:
+        out.print("docs already up to date")
+
+
 @rules_app.command("list")
 def rules_list(rules: RulesOpt = None) -> None:
     """List every rule with its code, severity, status and summary."""
     book = load_rulebook(rules)
+    columns = ("code", "name", "version", "severity", "category", "status", "summary")
+    rows = [(r.code, r.name, r.version, r.severity, r.category, r.status, r.summary)
+            for r in book.rules]
+    if not out.is_terminal:  # piped: one tab-separated line per rule, never wrapped
+        for row in [columns, *rows]:
+            typer.echo("\t".join(row))
+        return
     table = Table(show_lines=False)
-    for col in ("code", "name", "version", "severity", "category", "status", "summary"):
-        table.add_column(col)
-    for r in book.rules:
-        table.add_row(r.code, r.name, r.version, r.severity, r.category, r.status, r.summary)
+    for col in columns:
+        table.add_column(col, no_wrap=col in ("code", "name"))
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
 
 

@@ -92,12 +92,16 @@ class CheckContext:
         target: Target | None,
         workload: Workload | None,
         primitives: dict[str, PrimitivePlugin],
+        known_targets: tuple[str, ...] = (),
     ):
         self.schedule = schedule
         self.file = file
         self.target = target
         self.workload = workload
         self.primitives = primitives
+        # Names of every target in the rulebook; `target` is None when the schedule's
+        # target is not among them.
+        self.known_targets = known_targets
         self.view = ResourceView(schedule, workload)
         self._effects: dict[str, Effects] = {}
 

@@ -20,4 +20,7 @@ def render_json(results: list[FileResult], digest: str) -> str:
 
 
 def json_schema() -> str:
-    return json.dumps(CheckReport.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    """The JSON Schema (draft 2020-12) of `render_json` output."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              **CheckReport.model_json_schema()}
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 from cakegov import __version__
 from cakegov.check.findings import FileResult, Finding
@@ -32,13 +33,15 @@ def fingerprint(f: Finding) -> str:
 
 
 def _uri(file: str, root: Path | None) -> str:
+    """A URI reference for `file`: relative to the project root when inside it (what code
+    scanning expects), else a `file://` URI; never a bare path with spaces or `%`."""
     path = Path(file)
     if root is not None:
         try:
-            return path.resolve().relative_to(root.resolve()).as_posix()
+            return quote(path.resolve().relative_to(root.resolve()).as_posix())
         except ValueError:
             pass
-    return path.as_posix()
+    return path.resolve().as_uri() if path.is_absolute() else quote(path.as_posix())
 
 
 def _descriptors(rulebook: Rulebook) -> list[dict]:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cakegov.check.findings import FileResult, Finding
+from cakegov.ir.parse import source_lines
 
 _LEVEL = {"blocking": "error", "report": "warning", "hint": "help"}
 
@@ -13,7 +14,7 @@ _LEVEL = {"blocking": "error", "report": "warning", "hint": "help"}
 def _source_lines(file: str, cache: dict[str, list[str]]) -> list[str]:
     if file not in cache:
         try:
-            cache[file] = Path(file).read_bytes().decode("utf-8", "replace").splitlines()
+            cache[file] = source_lines(Path(file).read_bytes().decode("utf-8", "replace"))
         except OSError:
             cache[file] = []
     return cache[file]

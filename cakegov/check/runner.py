@@ -13,7 +13,7 @@ from cakegov.check.rulebook import Rulebook, RulePlugin
 from cakegov.corpus.workloads import Workload
 from cakegov.ir.canonical import schedule_sha256
 from cakegov.ir.errors import InputError
-from cakegov.ir.parse import Vocabulary, parse_bytes
+from cakegov.ir.parse import MAX_SOURCE_BYTES, Vocabulary, parse_bytes
 
 SCHEDULE_SUFFIX = ".cake"
 
@@ -69,13 +69,20 @@ class Checker:
 
     def check_path(self, path: Path) -> FileResult:
         file = str(path)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
+
+        def unreadable(reason: str) -> FileResult:
             return FileResult(file=file, verdict="error", findings=(Finding(
                 code="E106", rule="input", severity="blocking", authority="input",
-                message=f"cannot read file: {exc.strerror or exc}", file=file, path="source",
+                message=f"cannot read file: {reason}", file=file, path="source",
             ),))
+
+        if path.exists() and not path.is_file():  # a directory, FIFO or device
+            return unreadable("not a regular file")
+        try:
+            with path.open("rb") as handle:  # one byte past the limit is enough to refuse
+                data = handle.read(MAX_SOURCE_BYTES + 1)
+        except OSError as exc:
+            return unreadable(exc.strerror or str(exc))
         return self.check_bytes(data, file)
 
     def check_bytes(self, data: bytes, file: str) -> FileResult:
@@ -91,6 +98,7 @@ class Checker:
             target=self.rulebook.targets.get(schedule.target),
             workload=self.workloads.get(schedule.workload),
             primitives=self.rulebook.primitives,
+            known_targets=tuple(sorted(self.rulebook.targets)),
         )
         findings: list[Finding] = []
         for rule in self.active_rules():

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -180,11 +182,29 @@ def _describe(node: ast.AST) -> str:
     return f"`{type(node).__name__}` is not part of the schedule language"
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (`\n`, `\r\n`, `\r`), unlike
+    `str.splitlines`, which also splits at form feeds and Unicode line separators."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _short(value: object, limit: int = 40) -> str:
+    """`repr` of a literal, cut so that a huge literal does not become a huge message."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 5]}...{text[-1]}"
+
+
 class _LineIndex:
     """Converts ast byte offsets into 1-based character columns."""
 
     def __init__(self, text: str):
-        self.lines = text.splitlines()
+        self.lines = source_lines(text)
 
     def col(self, line: int, byte_offset: int) -> int:
         if 1 <= line <= len(self.lines):
@@ -205,18 +225,19 @@ def decode_source(data: bytes) -> str:
     if len(data) > MAX_SOURCE_BYTES:
         raise InputError(
             errors.LIMIT,
-            f"file is {len(data):,} bytes; schedules are limited to {MAX_SOURCE_BYTES:,}",
+            f"file is larger than {MAX_SOURCE_BYTES:,} bytes, the limit for a schedule",
             Span(line=1, col=1, end_line=1, end_col=2),
         )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        before = data[: exc.start]
-        line = before.count(b"\n") + 1
-        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        before = data[: exc.start].decode("utf-8")  # valid up to the bad byte
+        lines = _NEWLINE.split(before)
+        line, col = len(lines), len(lines[-1]) + 1
         raise InputError(
             errors.ENCODING,
-            f"invalid UTF-8 byte 0x{data[exc.start]:02x}: schedules are UTF-8 text",
+            f"invalid UTF-8 byte 0x{data[exc.start]:02x} at line {line}, column {col}: "
+            "schedules are UTF-8 text",
             Span(line=line, col=col, end_line=line, end_col=col + 1),
         ) from None
 
@@ -248,19 +269,25 @@ def parse_source(text: str, vocab: Vocabulary) -> Schedule:
             Span(line=1, col=1, end_line=1, end_col=2),
         )
     if "\x00" in text:
-        line = text[: text.index("\x00")].count("\n") + 1
+        lines = _NEWLINE.split(text[: text.index("\x00")])
+        line, col = len(lines), len(lines[-1]) + 1
         raise InputError(
-            errors.ENCODING, "NUL byte in source", Span(line=line, col=1, end_line=line, end_col=2)
+            errors.ENCODING, "NUL byte in source",
+            Span(line=line, col=col, end_line=line, end_col=col + 1),
         )
     try:
-        tree = ast.parse(text, mode="exec")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings are not ours to print
+            tree = ast.parse(text, mode="exec")
     except SyntaxError as exc:
-        line = exc.lineno or 1
-        col = exc.offset or 1
+        # Clamp into the file: at end of input Python may point one line or column past it.
+        line = min(max(exc.lineno or 1, 1), max(len(index.lines), 1))
+        width = len(index.lines[line - 1]) if index.lines else 0
+        col = min(max(exc.offset or 1, 1), width + 1)
         raise InputError(
             errors.SYNTAX,
             f"syntax error: {exc.msg}",
-            Span(line=line, col=max(col, 1), end_line=line, end_col=max(col, 1) + 1),
+            Span(line=line, col=col, end_line=line, end_col=col + 1),
         ) from None
     except (RecursionError, MemoryError, ValueError, OverflowError):
         raise InputError(
@@ -380,17 +407,24 @@ class _Parser:
         self.fail(errors.FORBIDDEN, _describe(stmt), stmt)
 
     def decorator(self, func: ast.FunctionDef) -> dict[str, ast.expr]:
+        def is_schedule(deco: ast.expr) -> bool:
+            return (
+                isinstance(deco, ast.Call)
+                and isinstance(deco.func, ast.Attribute)
+                and isinstance(deco.func.value, ast.Name)
+                and deco.func.value.id == "cake"
+                and deco.func.attr == "schedule"
+            )
+
+        for deco in func.decorator_list:
+            if not is_schedule(deco):
+                self.fail(errors.STRUCTURE, "expected `@cake.schedule(target=..., "
+                          "workload=...)`", deco)
         if len(func.decorator_list) != 1:
-            self.fail(errors.STRUCTURE, "expected exactly one `@cake.schedule(...)`", func)
+            extra = func.decorator_list[1:2] or [func]  # point at the surplus decorator
+            self.fail(errors.STRUCTURE, "expected exactly one `@cake.schedule(...)`", extra[0])
         deco = func.decorator_list[0]
-        if not (
-            isinstance(deco, ast.Call)
-            and isinstance(deco.func, ast.Attribute)
-            and isinstance(deco.func.value, ast.Name)
-            and deco.func.value.id == "cake"
-            and deco.func.attr == "schedule"
-        ):
-            self.fail(errors.STRUCTURE, "expected `@cake.schedule(target=..., workload=...)`", deco)
+        assert isinstance(deco, ast.Call)
         if deco.args:
             self.fail(errors.ARG_TYPE, "`@cake.schedule` takes keyword arguments only", deco)
         kw = self.keywords(deco, ("target", "workload", "sizes", "divisible"))
@@ -482,7 +516,12 @@ class _Parser:
             body = body[1:]
         for stmt in body:
             self.count_statement(stmt)
-            self.top_statement(stmt)
+            try:
+                self.top_statement(stmt)
+            except _Unresolved as exc:  # e.g. `lm.launch(..., warps=W)` with W unbound
+                self.record_unresolved(exc, "schedule")
+            except _Dropped:
+                pass
         roles = tuple(self.roles[name] for name in self.role_order)
         return Schedule(
             path="schedule",
@@ -648,7 +687,7 @@ class _Parser:
         if value not in DTYPE_BYTES:
             close = difflib.get_close_matches(value, list(DTYPE_BYTES), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.fail(errors.ARG_TYPE, f"unknown dtype {value!r}{hint}; known: "
+            self.fail(errors.ARG_TYPE, f"unknown dtype {_short(value)}{hint}; known: "
                       f"{', '.join(DTYPE_BYTES)}", node)
         return value
 
@@ -921,6 +960,12 @@ class _Parser:
             if isinstance(binding, _Poisoned):
                 raise _Dropped
             if binding is None:
+                methods = {s.split(".", 1)[1] for s in self.vocab.primitives
+                           if not s.startswith("lm.")}
+                if method not in methods:  # `os.system(...)`: not a misspelt resource
+                    self.fail(errors.FORBIDDEN, f"`{base.id}.{method}(...)` is not part of "  # type: ignore[union-attr]
+                              "the schedule language: only `lm.<primitive>(...)` and "
+                              "`<resource>.<method>(...)` calls are allowed", call)
                 raise _Unresolved(base.id, "name", self.span(base),  # type: ignore[union-attr]
                                   self.visible_names())
             if not isinstance(binding, _Resource):
@@ -960,6 +1005,9 @@ class _Parser:
             if p.name not in given:
                 if p.required:
                     self.fail(errors.ARG_TYPE, f"`{spelling}` needs argument `{p.name}`", call)
+                default = self.default_value(p, self.span(call))
+                if default is not None:
+                    values[p.name] = default  # written or not, a default means the same
                 continue
             node = given[p.name]
             values[p.name] = self.argument(node, p, spelling)
@@ -997,6 +1045,22 @@ class _Parser:
                 self.fail(errors.ARG_TYPE, f"{what} is one of {', '.join(arg.choices)}", node)
             return StrValue(span=span, value=value)
         raise AssertionError(f"unknown argument kind {arg.kind}")
+
+    @staticmethod
+    def default_value(arg: Arg, span: Span) -> Value | None:
+        """The IR value of an omitted optional argument, so that spelling out a default
+        does not change the schedule's identity."""
+        if arg.default is None:
+            return None
+        if arg.kind == "bool" and isinstance(arg.default, bool):
+            return BoolValue(span=span, value=arg.default)
+        if arg.kind == "enum" and isinstance(arg.default, str):
+            return StrValue(span=span, value=arg.default)
+        if arg.kind == "float" and isinstance(arg.default, int | float):
+            return FloatValue(span=span, value=float(arg.default))
+        if arg.kind in ("int", "index") and isinstance(arg.default, int):
+            return ExprValue(span=span, expr=Const(value=arg.default))
+        return None
 
     def number(self, node: ast.expr, what: str) -> float:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -1079,6 +1143,11 @@ class _Parser:
     # ---- index expressions ----------------------------------------------------------
 
     def static_int(self, node: ast.expr, what: str, positive: bool = False) -> int:
+        if isinstance(node, ast.Constant) and (
+            isinstance(node.value, bool) or not isinstance(node.value, int)
+        ):
+            self.fail(errors.ARG_TYPE, f"{what} must be an integer, got {_short(node.value)}",
+                      node)
         expr = self.expr(node)
         if not isinstance(expr, Const):
             self.fail(errors.ARG_TYPE, f"{what} must be a static integer", node)
@@ -1090,7 +1159,8 @@ class _Parser:
     def expr(self, node: ast.expr) -> Expr:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, int):
-                self.fail(errors.ARG_TYPE, f"expected an integer, got {node.value!r}", node)
+                self.fail(errors.ARG_TYPE, f"expected an integer, got {_short(node.value)}",
+                          node)
             return self.const(node.value, node)
         if isinstance(node, ast.Name):
             binding = self.lookup(node.id)

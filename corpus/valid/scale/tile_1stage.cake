@@ -1,6 +1,6 @@
 """Elementwise scale: each CTA loads a 32x256 tile, scales it in registers, stores it."""
 # expect: clean
-@cake.schedule(target="sm_90a", workload="scale")
+@cake.schedule(target="sm_90a", workload="scale", divisible={"N": 4})
 def scale_tile(lm, X, Y):
     TM, TN = 32, 256
     lm.launch(grid=(lm.cdiv(lm.M, TM), lm.cdiv(lm.N, TN)), warps=4)

@@ -1,0 +1,290 @@
+"""Benchmark: how much cheaper is checking a schedule than compiling a kernel?
+
+For every corpus schedule, times `Checker.check_bytes` (parse plus every rule, preview rules
+included) warm, many times, and reports the median and p95 per file and over all checks.
+In the same run it times compiling a comparable CUDA kernel (benchmarks/gemm_mma_sm90.cu: a
+tiled bf16 GEMM with a cp.async shared-memory ring, ldmatrix and mma.sync inline PTX) for
+sm_90a with `nvcc -c -gencode arch=compute_90a,code=sm_90a`, and with NVRTC
+(`cuda.bindings.nvrtc`, `--gpu-architecture=sm_90a`) where it is installed. Every time is
+printed next to its ratio against the compile, and the verdict on the target "checking
+≥ 100× faster than compiling" is judged at the check median and at the check p95.
+
+No GPU is used: compiling needs none. Usage:
+
+    python benchmarks/bench_check.py [--repeat N] [--compile-repeat N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL = Path(__file__).resolve().parent / "gemm_mma_sm90.cu"
+TARGET_RATIO = 100.0
+NVCC_FLAGS = ("-c", "-gencode", "arch=compute_90a,code=sm_90a")
+NVRTC_FLAGS = ("--gpu-architecture=sm_90a",)
+
+
+@dataclass
+class FileTiming:
+    """Check times of one schedule (seconds)."""
+
+    file: str
+    verdict: str
+    findings: int
+    reps: int
+    median_s: float
+    p95_s: float
+    min_s: float
+
+
+@dataclass
+class CompileTiming:
+    """Compile times of the comparison kernel with one compiler (seconds)."""
+
+    compiler: str
+    version: str
+    command: str
+    runs: int
+    median_s: float
+    samples_s: list[float] = field(default_factory=list)
+
+
+def p95(samples: list[float]) -> float:
+    return float(np.percentile(samples, 95))
+
+
+# ---- checking --------------------------------------------------------------------------
+
+
+def time_checks(repeat: int, budget_s: float) -> tuple[list[FileTiming], list[float], dict]:
+    """Time every corpus schedule; returns per-file timings, all samples and run info."""
+    sys.path.insert(0, str(ROOT))
+    from cakegov.check.rulebook import Rulebook
+    from cakegov.check.runner import Checker
+    from cakegov.corpus.workloads import load_workloads
+
+    book = Rulebook.load(ROOT / "rules")
+    checker = Checker(book, load_workloads(ROOT / "corpus" / "workloads"), preview=True)
+    paths = sorted((ROOT / "corpus").rglob("*.cake"))
+    if not paths:
+        raise SystemExit("no corpus schedules found under corpus/")
+    per_file_budget = budget_s / len(paths)
+    timings: list[FileTiming] = []
+    pooled: list[float] = []
+    for path in paths:
+        name = path.relative_to(ROOT).as_posix()
+        data = path.read_bytes()
+        result = checker.check_bytes(data, name)  # warm: imports, caches, plugin code
+        start = time.perf_counter()
+        for _ in range(3):
+            checker.check_bytes(data, name)
+        estimate = (time.perf_counter() - start) / 3
+        reps = max(5, min(repeat, int(per_file_budget / max(estimate, 1e-9))))
+        samples = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            checker.check_bytes(data, name)
+            samples.append(time.perf_counter() - t0)
+        pooled += samples
+        timings.append(FileTiming(
+            file=name, verdict=result.verdict, findings=len(result.findings), reps=reps,
+            median_s=statistics.median(samples), p95_s=p95(samples), min_s=min(samples),
+        ))
+    info = {
+        "rules": len(checker.active_rules()),
+        "primitives": len(book.primitives),
+        "verifier_digest": book.digest(),
+    }
+    return timings, pooled, info
+
+
+# ---- compiling -------------------------------------------------------------------------
+
+
+def _nvcc_version(nvcc: str) -> str:
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    last = [ln for ln in out.stdout.splitlines() if ln.strip()]
+    return last[-1].strip() if last else "unknown"
+
+
+def time_nvcc(source: Path, runs: int) -> CompileTiming | None:
+    """Median wall time of `nvcc -c` for sm_90a (one untimed warm-up run first)."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="cakegov-bench-") as tmp:
+        src = Path(tmp) / source.name
+        shutil.copyfile(source, src)
+        cmd = [nvcc, *NVCC_FLAGS, "-o", str(Path(tmp) / "kernel.o"), str(src)]
+        samples = []
+        for i in range(runs + 1):
+            t0 = time.perf_counter()
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            elapsed = time.perf_counter() - t0
+            if done.returncode != 0:
+                print(f"nvcc failed:\n{done.stderr}", file=sys.stderr)
+                return None
+            if i:
+                samples.append(elapsed)
+    return CompileTiming(
+        compiler="nvcc", version=_nvcc_version(nvcc),
+        command=f"nvcc {' '.join(NVCC_FLAGS)} -o kernel.o {source.name}", runs=runs,
+        median_s=statistics.median(samples), samples_s=samples,
+    )
+
+
+def time_nvrtc(source: Path, runs: int) -> CompileTiming | None:
+    """Median time of NVRTC compiling the same source to an sm_90a cubin, in process."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        return None
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    text = source.read_bytes()
+    opts = [f.encode() for f in NVRTC_FLAGS]
+
+    def compile_once() -> bool:
+        err, prog = nvrtc.nvrtcCreateProgram(text, source.name.encode(), 0, [], [])
+        if err != ok:
+            return False
+        try:
+            (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+            if err != ok:
+                return False
+            err, size = nvrtc.nvrtcGetCUBINSize(prog)
+            cubin = b" " * size
+            (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+            return err == ok and size > 0
+        finally:
+            nvrtc.nvrtcDestroyProgram(prog)
+
+    samples = []
+    for i in range(runs + 1):
+        t0 = time.perf_counter()
+        if not compile_once():
+            print("NVRTC failed to compile the benchmark kernel", file=sys.stderr)
+            return None
+        if i:
+            samples.append(time.perf_counter() - t0)
+    err, major, minor = nvrtc.nvrtcVersion()
+    return CompileTiming(
+        compiler="nvrtc", version=f"NVRTC {major}.{minor}" if err == ok else "unknown",
+        command=f"nvrtcCompileProgram({source.name}, {' '.join(NVRTC_FLAGS)}) -> cubin",
+        runs=runs, median_s=statistics.median(samples), samples_s=samples,
+    )
+
+
+# ---- report ----------------------------------------------------------------------------
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.0f} µs"
+
+
+def report(timings: list[FileTiming], pooled: list[float], compiles: list[CompileTiming],
+           info: dict) -> dict:
+    """Print the tables; return the machine-readable results."""
+    median, tail = statistics.median(pooled), p95(pooled)
+    ref = compiles[0] if compiles else None
+    print(f"cakegov check benchmark: {len(timings)} corpus schedules, {info['rules']} rules "
+          f"(preview included), {info['primitives']} primitives, verifier "
+          f"{info['verifier_digest'][:16]}")
+    print(f"machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}; no GPU used (compiling needs none)")
+    print()
+    for c in compiles:
+        print(f"compiler: {c.compiler} ({c.version}): {c.command}")
+        print(f"  median of {c.runs} runs {fmt_time(c.median_s)} = "
+              f"{c.median_s / median:,.0f}x the check median, "
+              f"{c.median_s / tail:,.0f}x the check p95")
+    if ref is None:
+        print("compiler: not available (no nvcc on PATH, no cuda.bindings.nvrtc): no ratio")
+    print()
+    width = max(len(t.file) for t in timings)
+    ratio_head = f"  {ref.compiler}/median" if ref else ""
+    print(f"{'schedule':<{width}}  {'verdict':<10} {'reps':>5} {'median':>9} {'p95':>9}"
+          f"{ratio_head}")
+    for t in timings:
+        ratio = f"  {ref.median_s / t.median_s:>10,.0f}x" if ref else ""
+        print(f"{t.file:<{width}}  {t.verdict:<10} {t.reps:>5} {fmt_time(t.median_s):>9} "
+              f"{fmt_time(t.p95_s):>9}{ratio}")
+    print()
+    print(f"per schedule, over all {len(pooled)} checks: median {fmt_time(median)}, "
+          f"p95 {fmt_time(tail)}")
+    verdicts = []
+    for c in compiles:
+        r_med, r_p95 = c.median_s / median, c.median_s / tail
+        met = ("MET at the median and at p95" if r_p95 >= TARGET_RATIO else
+               "MET at the median only" if r_med >= TARGET_RATIO else "NOT MET")
+        print(f"ratio {c.compiler}: compile median / check median = {r_med:,.0f}x; "
+              f"compile median / check p95 = {r_p95:,.0f}x -> target \"checking >= "
+              f"{TARGET_RATIO:.0f}x faster than compiling\": {met}")
+        verdicts.append({"compiler": c.compiler, "ratio_median": r_med, "ratio_p95": r_p95,
+                         "meets_at_median": r_med >= TARGET_RATIO,
+                         "meets_at_p95": r_p95 >= TARGET_RATIO})
+    return {
+        "schema": 1,
+        "machine": {"system": platform.system(), "machine": platform.machine(),
+                    "cpus": os.cpu_count(), "python": platform.python_version(),
+                    "gpu_used": False},
+        **info,
+        "files": [asdict(t) for t in timings],
+        "check": {"checks": len(pooled), "median_s": median, "p95_s": tail},
+        "compilers": [asdict(c) for c in compiles],
+        "compile_kernel": KERNEL.relative_to(ROOT).as_posix(),
+        "target_ratio": TARGET_RATIO,
+        "verdicts": verdicts,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=200,
+                        help="timed checks per schedule, at most (default 200; fewer when "
+                        "the check budget would be exceeded, never fewer than 5)")
+    parser.add_argument("--budget-s", type=float, default=20.0,
+                        help="seconds to spend timing checks, over all schedules (default 20)")
+    parser.add_argument("--compile-repeat", type=int, default=3,
+                        help="timed compiles per compiler after one warm-up (default 3)")
+    parser.add_argument("--compiler", choices=("all", "nvcc", "nvrtc", "none"), default="all",
+                        help="compilers to measure (default: every one available; nvcc "
+                        "first, it is the reference for the per-file ratios)")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.compile_repeat < 1:
+        parser.error("--repeat and --compile-repeat must be positive")
+
+    timings, pooled, info = time_checks(args.repeat, args.budget_s)
+    compiles: list[CompileTiming] = []
+    if args.compiler in ("all", "nvcc"):
+        compiles += [c for c in (time_nvcc(KERNEL, args.compile_repeat),) if c]
+    if args.compiler in ("all", "nvrtc"):
+        compiles += [c for c in (time_nvrtc(KERNEL, args.compile_repeat),) if c]
+    results = report(timings, pooled, compiles, info)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Elementwise scale retargeted to A100 (sm_80): the tile load is a bulk copy, which
+sm_80 does not have.
+Same as corpus/valid/scale/tile_1stage.cake except `target="sm_80"`."""
+@cake.schedule(target="sm_80", workload="scale")  # expect: H002
+def scale_tile_sm80(lm, X, Y):
+    TM, TN = 32, 256
+    lm.launch(grid=(lm.cdiv(lm.M, TM), lm.cdiv(lm.N, TN)), warps=4)
+    x_s = lm.smem("f32", (TM, TN))
+    full = lm.mbarrier(count=1)
+    worker = lm.role(warps=range(0, 4))
+    y = lm.fragment("f32", (TM, TN), role=worker)
+    m0, n0 = lm.block(0) * TM, lm.block(1) * TN
+    with worker:
+        full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
+        x_s[0].load(X, at=(m0, n0), barrier=full[0], pad=True)
+        full[0].wait(parity=0)
+        lm.elementwise(y, x_s[0], op="scale", alpha=2.5)
+        lm.store(Y, at=(m0, n0), src=y, mask=True)

@@ -1,0 +1,20 @@
+"""Elementwise scale that converts its result to f16 to halve store traffic, but Y is an
+f32 tensor: the store writes f16 bits where f32 values belong.
+Same as corpus/valid/scale/tile_1stage.cake except the f16 cast before the store."""
+@cake.schedule(target="sm_90a", workload="scale", divisible={"N": 4})
+def scale_tile_f16_out(lm, X, Y):
+    TM, TN = 32, 256
+    lm.launch(grid=(lm.cdiv(lm.M, TM), lm.cdiv(lm.N, TN)), warps=4)
+    x_s = lm.smem("f32", (TM, TN))
+    full = lm.mbarrier(count=1)
+    worker = lm.role(warps=range(0, 4))
+    y = lm.fragment("f32", (TM, TN), role=worker)
+    yh = lm.fragment("f16", (TM, TN), role=worker)
+    m0, n0 = lm.block(0) * TM, lm.block(1) * TN
+    with worker:
+        full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
+        x_s[0].load(X, at=(m0, n0), barrier=full[0], pad=True)
+        full[0].wait(parity=0)
+        lm.elementwise(y, x_s[0], op="scale", alpha=2.5)
+        lm.elementwise(yh, y, op="cast")
+        lm.store(Y, at=(m0, n0), src=yh, mask=True)  # expect: H004

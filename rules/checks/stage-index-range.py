@@ -1,0 +1,134 @@
+"""Stage indices of shared-memory views and raw mbarriers must stay inside the declared stages.
+
+## What it does
+- For every stage-indexed shared-memory view (`a_s[k % S]`) and raw mbarrier
+  (`full[k % S]`) used by a call, it bounds the index over every loop iteration and check
+  shape and reports an index that can leave `[0, stages)`, with the range it found.
+- A view or mbarrier array with more than one stage used without an index is reported:
+  which stage is meant is undefined.
+- Every buffer of a pipeline must have the pipeline's number of stages; a mismatch is
+  reported at the pipeline declaration (uses through `ring.stage(k)` are then not reported
+  again).
+
+## Why is this bad?
+An index past the last stage addresses the next buffer (or the mbarriers that follow the
+buffers in the layout): the copy overwrites data another role is reading, or an arrive
+lands on the wrong barrier. The result is a race or a deadlock that depends on the
+iteration count, so it often survives small tests.
+
+## Failing example
+`corpus/invalid/gemm/pipeline_buffer_stages.cake`:
+```python
+ring = lm.pipeline(stages=4, buffers=[a_s, b_s], producer=loader, consumer=math)
+```
+
+## Passing example
+`corpus/valid/gemm/ws_pipeline_s4.cake`:
+```python
+ring = lm.pipeline(stages=4, buffers=[a_s, b_s], producer=loader, consumer=math)
+```
+"""
+
+from cakegov.ir.expr import EvalError, StageOf, render
+from cakegov.ir.nodes import BarrierRef, MBarrierDecl, PipelineDecl, SmemDecl, SmemRef
+
+CODE = "H006"
+NAME = "stage-index-range"
+VERSION = "1.0.0"
+SEVERITY = "blocking"
+CATEGORY = "hardware"
+STATUS = "stable"
+MOTIVATED_BY = (
+    "corpus/invalid/gemm/pipeline_buffer_stages.cake",
+    "corpus/invalid/kmeans_assign/barrier_index_out_of_range.cake",
+)
+
+
+def _pipeline_findings(ctx, pipe):
+    for name in pipe.buffers:
+        decl = ctx.decl(name)
+        if isinstance(decl, SmemDecl) and decl.stages != pipe.stages:
+            yield ctx.finding(
+                pipe, f"pipeline `{pipe.name}` has {pipe.stages} stages but its buffer "
+                f"`{name}` is declared with {decl.stages}: `{pipe.name}.stage(k)` ranges "
+                f"over 0..{pipe.stages - 1}",
+                condition=f"{name}.stages == {pipe.name}.stages",
+                hint=f"declare `{name}` with `stages={pipe.stages}` (or give the pipeline "
+                     f"`stages={decl.stages}`)",
+                resource=name, stage=f"0..{pipe.stages - 1}",
+                evidence={"pipeline_stages": pipe.stages, "buffer_stages": decl.stages},
+            )
+
+
+def _covered_by_pipeline(ctx, name, index):
+    """True when `index` is `ring.stage(k)` of a pipeline that owns `name`."""
+    if not isinstance(index, StageOf):
+        return False
+    pipe = ctx.decl(index.pipeline)
+    return isinstance(pipe, PipelineDecl) and name in pipe.buffers
+
+
+def _what(kind):
+    return "shared-memory view" if kind == "smem" else "mbarrier array"
+
+
+def _index_finding(ctx, site, value, decl, kind):
+    call = site.call
+    span = value.span
+    index = value.stage if kind == "smem" else value.index
+    stages = decl.stages
+    if index is None:
+        if stages <= 1:
+            return None
+        return ctx.finding(
+            call, f"{_what(kind)} `{decl.name}` has {stages} stages but is used without a "
+            "stage index", condition=f"`{decl.name}` is indexed: {decl.name}[s], 0 <= s < "
+            f"{stages}",
+            hint=f"index it: `{decl.name}[k % {stages}]` (or `{decl.name}[ring.stage(k)]` "
+                 "through a pipeline)",
+            resource=decl.name, role=site.role.name, span=span,
+            evidence={"stages": stages},
+        )
+    if _covered_by_pipeline(ctx, decl.name, index):
+        return None
+    try:
+        found = ctx.value_range(index, site.loops)
+    except EvalError:
+        return None
+    if found is None or (found[0] >= 0 and found[1] < stages):
+        return None
+    lo, hi = found
+    values = f"is {lo}" if lo == hi else f"takes values {lo}..{hi}"
+    if stages == 1:
+        fix = f"use `{decl.name}[0]` (its only stage)"
+    else:
+        fix = f"index with `% {stages}` (e.g. `{decl.name}[k % {stages}]`)"
+    return ctx.finding(
+        call, f"{_what(kind)} `{decl.name}` has "
+        f"{'1 stage (index 0)' if stages == 1 else f'{stages} stages (0..{stages - 1})'} "
+        f"but its index `{render(index)}` {values}",
+        condition=f"0 <= index < stages {stages} for every iteration and check shape",
+        hint=f"{fix}, or declare `{decl.name}` with `stages={max(hi + 1, stages)}`",
+        resource=decl.name, role=site.role.name, stage=f"{lo}..{hi}", span=span,
+        evidence={"stages": stages, "range": [lo, hi]},
+    )
+
+
+def check(ctx):
+    for pipe in ctx.decls(PipelineDecl):
+        yield from _pipeline_findings(ctx, pipe)
+    for site in ctx.calls():
+        for value in site.call.args.values():
+            if isinstance(value, SmemRef):
+                decl, kind = ctx.decl(value.name), "smem"
+                if not isinstance(decl, SmemDecl):
+                    continue
+            elif isinstance(value, BarrierRef) and value.pipeline_side is None:
+                decl, kind = ctx.decl(value.name), "mbarrier"
+                if not isinstance(decl, MBarrierDecl):
+                    continue
+            else:
+                continue
+            finding = _index_finding(ctx, site, value, decl, kind)
+            if finding is not None:
+                yield finding
