@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 KERNEL = Path(__file__).resolve().parent / "gemm_mma_sm90.cu"
 TARGET_RATIO = 100.0
 NVCC_FLAGS = ("-c", "-gencode", "arch=compute_90a,code=sm_90a")
@@ -255,6 +256,59 @@ def report(timings: list[FileTiming], pooled: list[float], compiles: list[Compil
     }
 
 
+def protocol_report(compiles: list[CompileTiming], reps: int) -> dict:
+    """The protocol analysis apart from the rest of the check (issue 3 targets: median
+    <= 50 ms and p95 <= 500 ms per corpus schedule), and its growth with stages and
+    iterations, every time next to a ratio."""
+    from protocol_timing import growth, time_protocol
+
+    from cakegov.check.rulebook import Rulebook
+    from cakegov.check.runner import Checker
+    from cakegov.corpus.workloads import load_workloads
+
+    checker = Checker(Rulebook.load(ROOT / "rules"),
+                      load_workloads(ROOT / "corpus" / "workloads"), preview=True)
+    rows = time_protocol(checker, ROOT, reps)
+    done = [r for r in rows if r.analysed]
+    samples = [r.median_s for r in done]
+    median, tail = statistics.median(samples), p95(samples)
+    ref = compiles[0] if compiles else None
+    print()
+    print(f"protocol analysis (lower + unroll + explore), {len(done)} of {len(rows)} corpus "
+          f"schedules analysed, {reps} runs each:")
+    width = max(len(r.file) for r in rows)
+    for r in done:
+        ratio = f"  {ref.median_s / r.median_s:>9,.0f}x {ref.compiler}" if ref else ""
+        print(f"  {r.file:<{width}} {fmt_time(r.median_s):>9} {r.states:>7} states "
+              f"{'complete' if r.complete else 'INCOMPLETE':<10}{ratio}")
+    ratio = (f" ({ref.compiler} compile = {ref.median_s / median:,.0f}x the median, "
+             f"{ref.median_s / tail:,.0f}x the p95)") if ref else ""
+    print(f"  per schedule: median {fmt_time(median)} (target <= 50 ms: "
+          f"{'MET' if median <= 0.05 else 'NOT MET'}), p95 {fmt_time(tail)} (target <= "
+          f"500 ms: {'MET' if tail <= 0.5 else 'NOT MET'}){ratio}; states: median "
+          f"{statistics.median(r.states for r in done):,.0f}, max "
+          f"{max(r.states for r in done):,}")
+    points = growth(checker, range(1, 9), (4, 8, 16, 64, 256), max(1, reps // 2))
+    base = points[0]
+    print()
+    print("growth (WS GEMM ring, 1 loader + 1 math warpgroup), time relative to 1 stage x 4 "
+          "iterations:")
+    print(f"  {'stages':>6} {'iters':>6} {'explored':>8} {'windowed':>10} {'x base':>7} "
+          f"{'states':>7} {'all iters':>10} {'x base':>7} {'states':>7}")
+    for g in points:
+        raw = (f"{fmt_time(g.raw_s):>10} {g.raw_s / base.windowed_s:>6.1f}x "
+               f"{g.raw_states:>7}") if g.raw_s is not None else f"{'-':>10} {'':>7} {'':>7}"
+        print(f"  {g.stages:>6} {g.iterations:>6} {g.windowed_iterations:>8} "
+              f"{fmt_time(g.windowed_s):>10} {g.windowed_s / base.windowed_s:>6.1f}x "
+              f"{g.windowed_states:>7} {raw}")
+    return {
+        "files": [asdict(r) for r in rows],
+        "median_s": median, "p95_s": tail,
+        "meets_median_50ms": median <= 0.05, "meets_p95_500ms": tail <= 0.5,
+        "growth": [asdict(g) for g in points],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=200,
@@ -268,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="compilers to measure (default: every one available; nvcc "
                         "first, it is the reference for the per-file ratios)")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--no-protocol", action="store_true",
+                        help="skip the protocol-analysis section")
+    parser.add_argument("--protocol-repeat", type=int, default=5,
+                        help="timed analyses per schedule and growth point (default 5)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.compile_repeat < 1:
         parser.error("--repeat and --compile-repeat must be positive")
@@ -279,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.compiler in ("all", "nvrtc"):
         compiles += [c for c in (time_nvrtc(KERNEL, args.compile_repeat),) if c]
     results = report(timings, pooled, compiles, info)
+    if not args.no_protocol:
+        results["protocol"] = protocol_report(compiles, args.protocol_repeat)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

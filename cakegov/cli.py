@@ -6,7 +6,7 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,10 +14,21 @@ from rich.table import Table
 from rich.text import Text
 
 from cakegov import __version__
-from cakegov.check.findings import EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, exit_code
+from cakegov.check.findings import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    exit_code,
+)
 from cakegov.check.lock import check_lock, lock_path, read_lock, write_lock
 from cakegov.check.rulebook import PluginError, Rulebook
 from cakegov.corpus.workloads import WorkloadError, load_workloads
+
+if TYPE_CHECKING:  # annotations of helpers only; the commands import these lazily
+    from cakegov.check.findings import FileResult
+    from cakegov.check.runner import Checker
+    from cakegov.govern.ledger import Ledger
 
 app = typer.Typer(
     name="cakegov",
@@ -28,6 +39,9 @@ app = typer.Typer(
 )
 rules_app = typer.Typer(help="Inspect the rulebook's rules.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
+audit_app = typer.Typer(help="Inspect, verify, export and replay the audit ledger.",
+                        no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -86,6 +100,9 @@ RulesOpt = Annotated[Path | None, typer.Option("--rules", help="Rulebook directo
                      "(default: ./rules of the enclosing project, or $CAKEGOV_RULES).")]
 WorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", help="Workload directory "
                          "(default: corpus/workloads of the enclosing project).")]
+LedgerOpt = Annotated[Path | None, typer.Option("--ledger", help="Audit ledger file "
+                      "(default: $CAKEGOV_LEDGER, or .cakegov/ledger.sqlite of the "
+                      "enclosing project).")]
 
 
 @app.command()
@@ -99,6 +116,9 @@ def check(
                       "codes or names (repeatable).")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report "
                       "to this file instead of standard output.")] = None,
+    record: Annotated[bool, typer.Option("--record", help="Append one check record per "
+                      "file, with its source, to the audit ledger.")] = False,
+    ledger: LedgerOpt = None,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
 ) -> None:
@@ -124,6 +144,8 @@ def check(
     results = checker.check_paths(paths)
     if not results:
         raise usage_error("no *.cake schedules found")
+    if record:
+        _record_checks(results, checker, ledger)
     if fmt is Format.json:
         text = render_json(results, book.digest())
     elif fmt is Format.sarif:
@@ -222,6 +244,270 @@ def docs(
         out.print("docs already up to date")
 
 
+@app.command()
+def run(
+    path: Annotated[Path, typer.Argument(help="Schedule file.")],
+    shape: Annotated[list[str] | None, typer.Option("--shape", help="Run this shape instead "
+                     "of the workload's check shapes, e.g. M=1000,N=520,K=320 "
+                     "(repeatable).")] = None,
+    repeat: Annotated[int, typer.Option("--repeat", help="Timed launches per shape "
+                      "(at least 20; the median is reported).")] = 30,
+    record: Annotated[bool, typer.Option("--record/--no-record", help="Append measurement "
+                      "records to corpus/measurements/<workload>.jsonl.")] = True,
+    measurements: Annotated[Path | None, typer.Option("--measurements", help="Directory "
+                            "for measurement records (default: corpus/measurements).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Run seed, to replay a recorded "
+                    "run (default: fresh from the OS).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a correctness launch "
+                       "may take before it counts as hung.")] = 30.0,
+    rules: RulesOpt = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Run a clean schedule on the GPU: compare with the reference, time against the
+    baseline, record. Exit 0 correct, 1 rejected or wrong, 2 usage, 3 no CUDA device."""
+    from cakegov.gpu.data import DataError, parse_shape
+    from cakegov.gpu.run import RunOptions, run_file
+
+    book = load_rulebook(rules)
+    try:
+        wls = load_workloads(resolve_workloads(workloads))
+    except WorkloadError as exc:
+        raise usage_error(str(exc)) from None
+    if not path.is_file():
+        raise usage_error(f"no such schedule file: {path}")
+    try:  # names are checked against the schedule's workload once it is known
+        shapes = [parse_shape(s) for s in shape or ()]
+    except DataError as exc:
+        raise usage_error(str(exc)) from None
+    options = RunOptions(shapes=tuple(shapes), repeat=repeat, record=record,
+                         measurements=measurements, seed=seed, timeout_s=timeout)
+    outcome = run_file(path, options, book, wls, root=project_root())
+    stream = err if outcome.exit_code in (EXIT_USAGE, EXIT_INCOMPLETE) else out
+    for line in outcome.lines:
+        stream.print(line, markup=False)
+    if outcome.hung:  # a kernel is still running: tearing down the context would block
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(outcome.exit_code)
+    raise typer.Exit(outcome.exit_code)
+
+
+class Emit(StrEnum):
+    lowered = "lowered"
+    cuda = "cuda"
+
+
+class LowerFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class Compiler(StrEnum):
+    nvrtc = "nvrtc"
+    nvcc = "nvcc"
+
+
+def _lowered(path: Path, rules: Path | None, workloads: Path | None, preview: bool):
+    """Check `path` and lower it; print the findings and exit 1 when it is not clean."""
+    from cakegov.check.render_text import render_text
+    from cakegov.lower.build import prepare
+    from cakegov.lower.derive import LoweringError
+
+    book = load_rulebook(rules)
+    try:
+        wls = load_workloads(resolve_workloads(workloads))
+    except WorkloadError as exc:
+        raise usage_error(str(exc)) from None
+    if not path.is_file():
+        raise usage_error(f"no such schedule file: {path}")
+    try:
+        prepared = prepare(path, book, wls, preview=preview)
+    except LoweringError as exc:
+        err.print(Text(f"error: cannot lower {path}: {exc}", style="bold red"))
+        raise typer.Exit(EXIT_REJECTED) from None
+    if prepared.kernel is None:
+        _print_text(render_text([prepared.result]))
+        err.print(Text(f"error: {path} is {prepared.result.verdict}; only a clean schedule "
+                       "is lowered", style="bold red"))
+        raise typer.Exit(EXIT_USAGE if prepared.result.verdict == "error" else EXIT_REJECTED)
+    return book, prepared
+
+
+def _emit(book: Rulebook, prepared):
+    from cakegov.lower.emit import EmitError, emit_cuda
+
+    try:
+        return emit_cuda(prepared.kernel, book.primitives, verifier_digest=book.digest())
+    except EmitError as exc:
+        err.print(Text(f"error: cannot emit CUDA for {prepared.result.file}: {exc}",
+                       style="bold red"))
+        raise typer.Exit(EXIT_REJECTED) from None
+
+
+@app.command("lower")
+def lower_cmd(
+    path: Annotated[Path, typer.Argument(help="Schedule file.")],
+    emit: Annotated[Emit, typer.Option("--emit", help="`lowered`: the LoweredKernel; "
+                    "`cuda`: the CUDA C++ translation unit.")] = Emit.lowered,
+    fmt: Annotated[LowerFormat, typer.Option("--format", "-f", help="For --emit lowered: "
+                   "text or the model as JSON.")] = LowerFormat.text,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file "
+                      "instead of standard output.")] = None,
+    preview: Annotated[bool, typer.Option("--preview", help="Also run preview rules.")]
+    = False,
+    rules: RulesOpt = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Check a schedule, then print its lowered form or its CUDA C++. Exit 0 printed, 1 not
+    clean (the findings are printed) or not lowerable, 2 usage or input error."""
+    from cakegov.check.lock import atomic_write
+    from cakegov.lower.text import lowered_text
+
+    book, prepared = _lowered(path, rules, workloads, preview)
+    if emit is Emit.cuda:
+        text = _emit(book, prepared).source
+    elif fmt is LowerFormat.json:
+        text = prepared.kernel.model_dump_json(indent=2) + "\n"
+    else:
+        text = lowered_text(prepared.kernel)
+    if output is not None:
+        atomic_write(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+@app.command("compile")
+def compile_cmd(
+    path: Annotated[Path, typer.Argument(help="Schedule file.")],
+    compiler: Annotated[Compiler, typer.Option("--compiler", help="NVRTC (the default; no "
+                        "CUDA toolkit needed) or nvcc.")] = Compiler.nvrtc,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the cubin "
+                      "here.")] = None,
+    fmt: Annotated[LowerFormat, typer.Option("--format", "-f", help="Output format.")]
+    = LowerFormat.text,
+    preview: Annotated[bool, typer.Option("--preview", help="Also run preview rules.")]
+    = False,
+    rules: RulesOpt = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Check, lower, emit and compile a schedule for its target; report ptxas findings
+    (C001-C005). Exit 0 compiled, 1 not clean or a blocking compile finding, 2 usage,
+    3 the compiler is not available."""
+    import json
+
+    from cakegov.check.findings import FileResult
+    from cakegov.check.render_text import render_text
+    from cakegov.gpu.compile import CompilerUnavailable, compile_cuda
+    from cakegov.gpu.diagnose import compile_findings
+
+    book, prepared = _lowered(path, rules, workloads, preview)
+    emitted = _emit(book, prepared)
+    kernel = prepared.kernel
+    try:
+        result = compile_cuda(emitted.source, kernel.target, compiler.value,
+                              name=f"{kernel.name}.cu")
+    except CompilerUnavailable as exc:
+        err.print(Text(f"error: {exc}", style="bold red"))
+        raise typer.Exit(EXIT_INCOMPLETE) from None
+    findings = compile_findings(result, emitted, str(path), prepared.schedule)
+    if output is not None and result.cubin is not None:
+        output.write_bytes(result.cubin)
+    st = result.parsed.stats
+    blocking = any(f.severity == "blocking" for f in findings)
+    if fmt is LowerFormat.json:
+        report = {
+            "file": str(path), "schedule": kernel.name, "sha256": kernel.schedule_sha256,
+            "verifier_digest": book.digest(), "compiler": result.version, "arch": result.arch,
+            "options": list(result.options), "ok": result.ok,
+            "cubin": str(output) if output is not None and result.ok else None,
+            "cubin_bytes": len(result.cubin) if result.cubin else 0,
+            "stats": {"registers": st.registers, "launch_registers": kernel.launch_regs,
+                      "spill_stores": st.spill_stores, "spill_loads": st.spill_loads,
+                      "stack_frame": st.stack_frame, "barriers": st.barriers},
+            "findings": [f.model_dump(mode="json") for f in findings],
+        }
+        sys.stdout.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    else:
+        if findings:
+            res = FileResult(file=str(path), schedule=kernel.name,
+                             sha256=kernel.schedule_sha256, verdict="rejected" if blocking
+                             else "clean", findings=tuple(findings))
+            _print_text(render_text([res], show_clean=False))
+        if result.ok:
+            where = f" -> {output}" if output is not None else ""
+            out.print(f"compiled {kernel.name} for {result.arch} with {result.version}: "
+                      f"{st.registers} registers/thread at entry (launch allows "
+                      f"{kernel.launch_regs}), spills {st.spill_stores} B stored / "
+                      f"{st.spill_loads} B loaded, {st.barriers} barrier(s), cubin "
+                      f"{len(result.cubin or b'')} B{where}")
+        else:
+            err.print(Text(f"error: {result.compiler} failed to compile {kernel.name}",
+                           style="bold red"))
+    if blocking or not result.ok:
+        raise typer.Exit(EXIT_REJECTED)
+
+
+class GpuMode(StrEnum):
+    auto = "auto"
+    off = "off"
+    require = "require"
+
+
+@app.command("propose-rule")
+def propose_rule(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Proposed plugin files (checks, "
+                     "primitives, targets, cost parameters); none: the working tree's "
+                     "rules/.")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="Git ref of the base rulebook "
+                    "(default: HEAD, or the merge base with the default branch).")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option("--corpus", help="Corpus directory "
+                      "(repeatable; default: corpus/).")] = None,
+    gpu: Annotated[GpuMode, typer.Option("--gpu", help="GPU evidence: auto (when a device "
+                   "exists), off, require (exit 3 without one).")] = GpuMode.auto,
+    report_dir: Annotated[Path | None, typer.Option("--report-dir", help="Where the reports "
+                          "go (default: reports/ of the project).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md,html,json,sarif.")]
+    = "md,html,json,sarif",
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes "
+                    "(default: the CPU count, at most 8).")] = None,
+    shard: Annotated[str | None, typer.Option("--shard", help="Judge only shard I of N of "
+                     "the corpus, e.g. 2/4.")] = None,
+    record: Annotated[bool, typer.Option("--record/--no-record", help="Append the result to "
+                      "the audit ledger.")] = True,
+    ledger: LedgerOpt = None,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.1, help="Seconds per rule "
+                          "per schedule before the rule counts as hung.")] = 10.0,
+    memory_limit: Annotated[int, typer.Option("--memory-limit", min=0, help="Address-space "
+                            "limit of a rulebook worker, MiB (0: none).")] = 4096,
+    cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse results from "
+                     ".cakegov/cache/.")] = True,
+) -> None:
+    """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible
+    for merge, 1 blocked, 2 usage or input error, 3 required evidence unavailable."""
+    from cakegov.govern.changes import ProposalInputError
+    from cakegov.govern.proposal import ProposalOptions, execute, parse_shard
+    from cakegov.govern.report import FORMATS
+
+    root = project_root()
+    if root is None:
+        raise usage_error("not inside a cakegov project (no rules/checks and corpus/)")
+    formats = [f.strip() for f in fmt.split(",") if f.strip()]
+    if not formats or any(f not in FORMATS for f in formats):
+        raise usage_error(f"--format takes a comma-separated subset of {', '.join(FORMATS)}")
+    try:
+        options = ProposalOptions(
+            root=root, paths=list(paths or []), base=base, corpus=list(corpus or []),
+            gpu=gpu.value, jobs=jobs or min(os.cpu_count() or 1, 8),
+            shard=parse_shard(shard), time_limit_s=time_limit, memory_limit_mb=memory_limit,
+            cache=cache)
+    except ProposalInputError as exc:
+        raise usage_error(str(exc)) from None
+    outcome = execute(options, report_dir or root / "reports", formats, ledger, record)
+    for line in outcome.lines:
+        (err if line.startswith("error:") else out).print(line, markup=False)
+    raise typer.Exit(outcome.exit_code)
+
+
 @rules_app.command("list")
 def rules_list(rules: RulesOpt = None) -> None:
     """List every rule with its code, severity, status and summary."""
@@ -260,6 +546,167 @@ def rules_explain(code: Annotated[str, typer.Argument(help="Rule code or name.")
         out.print(f"motivated by: {', '.join(rule.motivated_by)}")
     out.print()
     out.print(rule.doc, markup=False)
+
+
+def _open_ledger(path: Path | None, create: bool = False) -> Ledger:
+    from cakegov.govern.ledger import Ledger, LedgerError
+
+    try:
+        return Ledger.open(path, create=create)
+    except LedgerError as exc:
+        raise usage_error(str(exc)) from None
+
+
+def _record_checks(results: list[FileResult], checker: Checker,
+                   ledger_path: Path | None) -> None:
+    """`check --record`: one ledger record per file; the summary goes to standard error."""
+    from cakegov.govern.audit import record_checks
+    from cakegov.govern.ledger import LedgerError
+
+    with _open_ledger(ledger_path, create=True) as ledger:
+        try:
+            records = record_checks(ledger, results, checker)
+        except LedgerError as exc:
+            raise usage_error(str(exc)) from None
+    err.print(f"recorded {len(records)} check record(s) in {ledger.path} "
+              f"(#{records[0].id}-#{records[-1].id})", markup=False)
+
+
+class RecordKind(StrEnum):
+    check = "check"
+    proposal = "proposal"
+    measurement = "measurement"
+
+
+@audit_app.command("list")
+def audit_list(
+    kind: Annotated[RecordKind | None, typer.Option("--kind", help="Only records of this "
+                    "kind.")] = None,
+    ledger: LedgerOpt = None,
+) -> None:
+    """List ledger records: id, time, kind, verdict or summary, verifier digest prefix."""
+    from cakegov.govern.audit import summary
+
+    with _open_ledger(ledger) as book:
+        records = book.records(kind.value if kind else None)
+    columns = ("id", "time", "kind", "summary", "verifier")
+    rows = [(str(r.id), r.created_at, r.kind, summary(r), r.verifier_digest[:12])
+            for r in records]
+    if not out.is_terminal:
+        for row in [columns, *rows]:
+            typer.echo("\t".join(row))
+        return
+    table = Table(show_lines=False)
+    for col in columns:
+        table.add_column(col, no_wrap=col != "summary")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
+
+
+@audit_app.command("show")
+def audit_show(
+    record_id: Annotated[int, typer.Argument(help="Record id.")],
+    source: Annotated[bool, typer.Option("--source", help="Print the stored candidate "
+                      "source instead of the record.")] = False,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Print one record as JSON (or, with --source, the candidate source it judged)."""
+    import json
+
+    with _open_ledger(ledger) as book:
+        record = book.record(record_id)
+        if record is None:
+            raise usage_error(f"no record #{record_id} in {book.path}")
+        if source:
+            key = record.payload.get("source_sha256")
+            if not key or not book.has_blob(key):
+                raise usage_error(f"record #{record_id} has no stored source")
+            sys.stdout.buffer.write(book.blob(key))
+            return
+    sys.stdout.write(json.dumps(record.model_dump(mode="json"), indent=2, sort_keys=True)
+                     + "\n")
+
+
+@audit_app.command("verify")
+def audit_verify(
+    head: Annotated[str | None, typer.Option("--head", help="A head hash printed earlier: "
+                    "it must still be in the chain (catches a truncated or rewritten "
+                    "tail).")] = None,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Recompute the hash chain. Exit 0 intact, 1 tampered (the first bad record is named)."""
+    with _open_ledger(ledger) as book:
+        result = book.verify(head=head)
+    if not result.ok:
+        where = f"first tampered record: #{result.first_bad}: " if result.first_bad else ""
+        err.print(Text(f"ledger {book.path} FAILED verification: {where}{result.reason}",
+                       style="bold red"))
+        raise typer.Exit(EXIT_REJECTED)
+    out.print(f"ledger ok: {result.records} record(s), {result.blobs} blob(s), head "
+              f"{result.head}", markup=False)
+
+
+@audit_app.command("export")
+def audit_export(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON "
+                      "lines to this file instead of standard output.")] = None,
+    ledger: LedgerOpt = None,
+) -> None:
+    """Export check records as in-toto Statement v1 JSON lines (test-result predicate)."""
+    from cakegov.check.lock import atomic_write
+    from cakegov.govern.audit import export_lines
+
+    with _open_ledger(ledger) as book:
+        records = book.records()
+    lines = list(export_lines(records))
+    if output is not None:
+        atomic_write(output, "".join(lines))
+        err.print(f"wrote {len(lines)} statement(s) to {output}", markup=False)
+    else:
+        sys.stdout.write("".join(lines))
+
+
+class ReplayFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@audit_app.command("replay")
+def audit_replay(
+    ref: Annotated[str, typer.Option("--rulebook", help="Git ref whose rules/ tree judges "
+                   "the stored candidates.")],
+    show_all: Annotated[bool, typer.Option("--all", help="Also list candidates whose "
+                        "verdict stays but whose findings change.")] = False,
+    fmt: Annotated[ReplayFormat, typer.Option("--format", "-f", help="Output format.")]
+    = ReplayFormat.text,
+    ledger: LedgerOpt = None,
+    rules: Annotated[Path | None, typer.Option("--rules", help="Rulebook directory whose "
+                     "git history holds REF (default: ./rules of the enclosing "
+                     "project).")] = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Re-judge stored candidates under the rulebook at REF: which verdicts change, why.
+
+    Lists the findings that appear or disappear. Exit 0, or 2 on a bad ref."""
+    import json
+
+    from cakegov.govern.replay import ReplayError, render_replay, replay, rulebook_at
+
+    try:
+        wls = load_workloads(resolve_workloads(workloads))
+    except WorkloadError as exc:
+        raise usage_error(str(exc)) from None
+    with _open_ledger(ledger) as book:
+        try:
+            with rulebook_at(ref, resolve_rules(rules)) as at:
+                result = replay(book, load_rulebook(at.root), wls, ref=ref, commit=at.commit)
+        except ReplayError as exc:
+            raise usage_error(str(exc)) from None
+    if fmt is ReplayFormat.json:
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render_replay(result, show_all=show_all))
 
 
 def main() -> None:

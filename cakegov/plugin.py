@@ -59,7 +59,8 @@ class Access(_Data):
 class BarrierAction(_Data):
     """What a primitive does to an mbarrier or named barrier."""
 
-    op: Literal["arrive", "expect_tx", "complete_tx", "wait", "sync", "bar_arrive", "fence"]
+    op: Literal["arrive", "expect_tx", "complete_tx", "wait", "sync", "bar_arrive", "fence",
+                "init", "commit_group", "wait_group"]
     barrier: str | None = None
     index: Expr | None = None
     pipeline_side: Literal["full", "empty"] | None = None

@@ -272,7 +272,8 @@ def test_typod_primitive_gets_a_suggestion(checker):
     text = variant(GEMM_RAW, ("lm.mma(acc,", "lm.mmaa(acc,"))
     [f] = findings(checker, text, "N001")
     assert f.span.line == line_of(text, "lm.mmaa(")
-    assert "unknown primitive `lm.mmaa`" in f.message and f.hint == "did you mean `lm.mma`?"
+    assert "unknown primitive `lm.mmaa`" in f.message
+    assert f.hint is not None and f.hint.startswith("did you mean `lm.mma`")  # closest first
 
 
 def test_typod_method_and_size(checker):

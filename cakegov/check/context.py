@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from cakegov.analysis.protocol import Bounds, ProtocolResult, analyze
 from cakegov.check.findings import Finding
 from cakegov.check.rulebook import PrimitivePlugin, RulePlugin, Target
 from cakegov.corpus.workloads import Workload
@@ -27,6 +28,8 @@ from cakegov.ir.nodes import (
     Span,
 )
 from cakegov.ir.parse import walk_statements
+from cakegov.lower.derive import LoweringError, lower
+from cakegov.lower.kernel import LoweredKernel
 from cakegov.lower.layout import SmemLayout, smem_layout
 from cakegov.plugin import Effects
 
@@ -104,6 +107,7 @@ class CheckContext:
         self.known_targets = known_targets
         self.view = ResourceView(schedule, workload)
         self._effects: dict[str, Effects] = {}
+        self.findings: list[Finding] = []  # findings of the rules that ran before this one
 
     # ---- declarations ----------------------------------------------------------------
 
@@ -116,6 +120,32 @@ class CheckContext:
     @cached_property
     def layout(self) -> SmemLayout:
         return smem_layout(self.schedule)
+
+    @cached_property
+    def lowered(self) -> LoweredKernel | None:
+        """The schedule lowered (cakegov/lower/derive.py), or None when it cannot be
+        (unresolved names, no launch, a construct other rules reject)."""
+        if self.schedule.unresolved or self.schedule.launch is None or self.workload is None:
+            return None
+        limits = {k: v.value for k, v in self.target.limits.items()} if self.target else {}
+        try:
+            return lower(self.schedule, self.effects, self.workload.tensors, limits,
+                         outputs=self.workload.outputs, size_names=self.workload.sizes)
+        except LoweringError as exc:
+            self.lowering_error = str(exc)
+            return None
+
+    lowering_error: str | None = None
+
+    @cached_property
+    def protocol(self) -> ProtocolResult | None:
+        """The protocol exploration (cakegov/analysis/protocol.py), shared by the P rules."""
+        kernel = self.lowered
+        if kernel is None:
+            return None
+        return analyze(kernel, self.shapes, self.protocol_bounds)
+
+    protocol_bounds: Bounds = Bounds()
 
     @cached_property
     def pipeline_stages(self) -> dict[str, int]:
@@ -136,6 +166,23 @@ class CheckContext:
             for stmt, loops in walk_statements(role.body):
                 if isinstance(stmt, Call) and (primitive is None or stmt.primitive == primitive):
                     yield CallSite(stmt, role, loops)
+
+    def node_at(self, path: str) -> Node | None:
+        """The IR node with this path (a declaration, a role or a statement)."""
+        if path == "schedule":
+            return self.schedule
+        if path == "launch":
+            return self.schedule.launch
+        for decl in self.schedule.resources:
+            if decl.path == path:
+                return decl
+        for role in self.schedule.roles:
+            if role.path == path:
+                return role
+            for stmt, _ in walk_statements(role.body):
+                if stmt.path == path:
+                    return stmt
+        return None
 
     def effects(self, call: Call) -> Effects:
         """The declared effects of a call (from its primitive plugin)."""

@@ -9,6 +9,7 @@ from cakegov.check.findings import FileResult, Finding
 from cakegov.ir.parse import source_lines
 
 _LEVEL = {"blocking": "error", "report": "warning", "hint": "help"}
+WITNESS_STEPS = 12  # the end of a witness is where the protocol goes wrong
 
 
 def _source_lines(file: str, cache: dict[str, list[str]]) -> list[str]:
@@ -45,8 +46,12 @@ def render_finding(f: Finding, lines: list[str]) -> str:
         out.append(f"   = violated: {f.condition}")
     trace = f.evidence.get("witness")
     if isinstance(trace, list) and trace:
-        out.append("   = witness:")
-        out.extend(f"       {i + 1}. {step}" for i, step in enumerate(trace))
+        shown = trace[-WITNESS_STEPS:]
+        skipped = len(trace) - len(shown)
+        out.append(f"   = witness ({len(trace)} steps from the start"
+                   + (f", last {len(shown)} shown; --format json has all" if skipped else "")
+                   + "):")
+        out.extend(f"       {skipped + i + 1}. {step}" for i, step in enumerate(shown))
     if f.hint:
         out.append(f"   = help: {f.hint}")
     return "\n".join(out)

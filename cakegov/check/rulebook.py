@@ -27,6 +27,7 @@ from cakegov.plugin import Arg
 SEVERITIES = ("blocking", "report", "hint")
 AUTHORITIES = ("legality", "estimate", "coverage")
 STATUSES = ("preview", "stable", "deprecated")
+PHASES = ("main", "final")
 CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
@@ -63,6 +64,7 @@ class RulePlugin:
     relpath: str
     sha256: str
     check: Callable[..., Iterator[Any]]
+    phase: str = "main"  # "final" rules run after all others and see their findings
 
     @property
     def summary(self) -> str:
@@ -88,8 +90,10 @@ class PrimitivePlugin:
     sha256: str
     effects: Callable[..., Any]
     simulate: Callable[..., Any] | None = None
-    template: str | None = None
+    template: str | None = None  # CUDA call site (Jinja2), docs/lowering.md
     cost: Callable[..., Any] | None = None
+    device: str | None = None  # CUDA device functions the template calls (Jinja2)
+    requires: tuple[str, ...] = ()  # primitives whose DEVICE code the template also calls
 
     @property
     def sig(self) -> PrimitiveSig:
@@ -181,7 +185,7 @@ class Rulebook:
                 raise PluginError(rule.relpath, f"code {rule.code} is also used by "
                                   f"{codes[rule.code]}")
             codes[rule.code] = rule.relpath
-        book.rules = tuple(sorted(rules, key=lambda r: r.code))
+        book.rules = tuple(sorted(rules, key=lambda r: (PHASES.index(r.phase), r.code)))
         book.primitives = prims
         book.targets = {
             t.name: t for t in (_load_target(p, root) for p in
@@ -299,6 +303,9 @@ def _load_rule(path: Path, root: Path, tag: str) -> RulePlugin:
         raise PluginError(relpath, f"AUTHORITY must be one of {AUTHORITIES}")
     if status not in STATUSES:
         raise PluginError(relpath, f"STATUS must be one of {STATUSES}")
+    phase = getattr(module, "PHASE", "main")
+    if phase not in PHASES:
+        raise PluginError(relpath, f"PHASE must be one of {PHASES}")
     if not callable(check) or not inspect.isgeneratorfunction(check):
         raise PluginError(relpath, "`check(ctx)` must be a generator function")
     doc = module.__doc__ or ""
@@ -310,6 +317,7 @@ def _load_rule(path: Path, root: Path, tag: str) -> RulePlugin:
         code=code, name=name, version=version, severity=severity, authority=authority,
         category=category, status=status, motivated_by=tuple(motivated),
         doc=inspect.cleandoc(doc), relpath=relpath, sha256=sha256_file(path), check=check,
+        phase=phase,
     )
 
 
@@ -338,12 +346,19 @@ def _load_primitive(path: Path, root: Path, tag: str) -> PrimitivePlugin:
         raise PluginError(relpath, "`effects(call, view)` must be callable")
     if not module.__doc__:
         raise PluginError(relpath, "a primitive needs a docstring")
+    for attr in ("TEMPLATE", "DEVICE"):
+        if not isinstance(getattr(module, attr, ""), str):
+            raise PluginError(relpath, f"`{attr}` must be a string (a Jinja2 template)")
+    requires = getattr(module, "REQUIRES", ())
+    if not (isinstance(requires, tuple) and all(isinstance(r, str) for r in requires)):
+        raise PluginError(relpath, "`REQUIRES` must be a tuple of primitive names")
     return PrimitivePlugin(
         name=name, version=version, spelling=spelling, receiver=receiver, args=args,
         category=getattr(module, "CATEGORY", "misc"), doc=inspect.cleandoc(module.__doc__),
         relpath=relpath, sha256=sha256_file(path), effects=effects,
         simulate=getattr(module, "simulate", None), template=getattr(module, "TEMPLATE", None),
-        cost=getattr(module, "cost", None),
+        cost=getattr(module, "cost", None), device=getattr(module, "DEVICE", None),
+        requires=requires,
     )
 
 

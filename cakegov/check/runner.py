@@ -103,6 +103,7 @@ class Checker:
         findings: list[Finding] = []
         for rule in self.active_rules():
             try:
+                ctx.findings = list(findings)
                 findings.extend(rule.check(RuleContext(ctx, rule)))
             except Exception as exc:  # a crashing rule is an internal error, never a finding
                 tb = traceback.format_exception_only(type(exc), exc)[-1].strip()

@@ -167,12 +167,15 @@ class FragmentDecl(Node):
 
 
 class MBarrierDecl(Node):
-    """An array of `stages` mbarriers, each initialised with arrival `count`."""
+    """An array of `stages` mbarriers, each initialised with arrival `count`: by the kernel
+    prologue (`init="auto"`) or by the schedule itself (`init="manual"`: `bar[i].init()`,
+    `lm.fence_barrier_init()`, `lm.sync_cta()` before any use)."""
 
     kind: Literal["mbarrier"] = "mbarrier"
     name: str
     count: int
     stages: int = 1
+    init: Literal["auto", "manual"] = "auto"
 
 
 class NamedBarrierDecl(Node):

@@ -751,14 +751,18 @@ class _Parser:
         )
 
     def declare_mbarrier(self, name: str, call: ast.Call, stmt: ast.stmt) -> MBarrierDecl:
-        a = self.call_args(call, (), ("count", "stages"), "`lm.mbarrier`")
+        a = self.call_args(call, (), ("count", "stages", "init"), "`lm.mbarrier`")
         if "count" not in a:
             self.fail(errors.ARG_TYPE, "`lm.mbarrier` needs `count=`", call)
+        init = self.string(a["init"], "`init`") if "init" in a else "auto"
+        if init not in ("auto", "manual"):
+            self.fail(errors.ARG_TYPE, '`init` is "auto" or "manual"', a["init"])
         return MBarrierDecl(
             path=f"resources.{name}", span=self.span(stmt), name=name,
             count=self.static_int(a["count"], "`count`"),
             stages=self.static_int(a["stages"], "`stages`", positive=True)
             if "stages" in a else 1,
+            init=init,  # type: ignore[arg-type]
         )
 
     def declare_named_barrier(self, name: str, call: ast.Call, stmt: ast.stmt):

@@ -1,1 +1,2 @@
-"""Lowering passes: derive the mechanical detail of a schedule (layout, barriers, phases)."""
+"""Lowering: derive the mechanical detail of a schedule (layout, barriers, phases, fragment
+layouts, ABI) into a `LoweredKernel`, and print it as text or as CUDA C++ (docs/lowering.md)."""

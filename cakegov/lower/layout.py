@@ -6,13 +6,29 @@ order, each aligned to the larger of its declared alignment and its swizzle repe
 mbarriers (8 bytes each; a pipeline owns a full and an empty barrier per stage) follow.
 The dynamic shared-memory window is only guaranteed 16-byte aligned, so when a buffer
 needs more, the kernel rounds its base up at run time and the layout reserves the
-worst-case slack of `max_align - 16` bytes."""
+worst-case slack of `max_align - 16` bytes.
+
+A schedule with a zero-padded bulk load (`pad=True`) also gets a *zero row* after the
+barriers: as many zero bytes as the widest padded tile row, 16-byte aligned. The lowered
+kernel fills the part of a tail tile outside the tensor with bulk copies from this row
+(shared to shared), so every tile delivers exactly its full byte count to its mbarrier
+(see docs/lowering.md, "Tail tiles")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cakegov.ir.nodes import SWIZZLE_BYTES, MBarrierDecl, PipelineDecl, Schedule, SmemDecl
+from cakegov.ir.nodes import (
+    SWIZZLE_BYTES,
+    BoolValue,
+    Call,
+    MBarrierDecl,
+    PipelineDecl,
+    Schedule,
+    SmemDecl,
+    SmemRef,
+)
+from cakegov.ir.parse import walk_statements
 
 BASE_ALIGN = 16  # what the CUDA runtime guarantees for extern __shared__ arrays
 MBARRIER_BYTES = 8
@@ -57,6 +73,8 @@ class SmemLayout:
     barrier_bytes: int
     base_slack: int  # run-time base alignment reserve
     total_bytes: int
+    zero_offset: int = 0  # the zero row for padded loads (0 bytes when there is none)
+    zero_bytes: int = 0
 
     def buffer(self, name: str) -> BufferSlot | None:
         return next((b for b in self.buffers if b.name == name), None)
@@ -68,6 +86,22 @@ def buffer_alignment(decl: SmemDecl) -> int:
 
 def _round_up(value: int, align: int) -> int:
     return -(-value // align) * align
+
+
+def zero_row_bytes(schedule: Schedule) -> int:
+    """Bytes of the zero row: the widest row of a buffer that a `pad=True` load fills,
+    rounded up to 16 (0 when no load pads)."""
+    widest = 0
+    decls = {d.name: d for d in schedule.resources}
+    for role in schedule.roles:
+        for stmt, _ in walk_statements(role.body):
+            if not (isinstance(stmt, Call) and stmt.primitive == "load"):
+                continue
+            pad, dst = stmt.args.get("pad"), stmt.args.get("dst")
+            decl = decls.get(dst.name) if isinstance(dst, SmemRef) else None
+            if isinstance(pad, BoolValue) and pad.value and isinstance(decl, SmemDecl):
+                widest = max(widest, decl.row_bytes)
+    return _round_up(widest, BASE_ALIGN)
 
 
 def smem_layout(schedule: Schedule) -> SmemLayout:
@@ -98,8 +132,14 @@ def smem_layout(schedule: Schedule) -> SmemLayout:
             for side in ("full", "empty"):
                 barriers.append(BarrierSlot(f"{decl.name}.{side}", offset, decl.stages))
                 offset += MBARRIER_BYTES * decl.stages
+    zero_bytes = zero_row_bytes(schedule)
+    zero_offset = 0
+    if zero_bytes:
+        zero_offset = _round_up(offset, BASE_ALIGN)
+        padding += zero_offset - offset
+        offset = zero_offset + zero_bytes
     data = sum(b.bytes for b in buffers)
     barrier_bytes = sum(b.count for b in barriers) * MBARRIER_BYTES
     slack = max_align - BASE_ALIGN
     return SmemLayout(tuple(buffers), tuple(barriers), data, padding, barrier_bytes, slack,
-                      offset + slack)
+                      offset + slack, zero_offset, zero_bytes)

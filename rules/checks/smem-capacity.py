@@ -4,7 +4,8 @@
 Adds up the CTA's shared memory exactly as the lowering lays it out: every buffer times
 its stages, the alignment padding between buffers (swizzled buffers align to their
 swizzle repeat), the mbarriers (8 bytes each; a pipeline owns a full and an empty barrier
-per stage) and the slack reserved to align the dynamic shared-memory base at run time.
+per stage), the zero row that zero-padded loads copy from (as wide as the widest padded
+tile row) and the slack reserved to align the dynamic shared-memory base at run time.
 It rejects the schedule when the total exceeds the target's `smem_per_cta`.
 
 ## Why is this bad?
@@ -30,7 +31,7 @@ from cakegov.lower.layout import smem_layout
 
 CODE = "R001"
 NAME = "smem-capacity"
-VERSION = "1.0.0"
+VERSION = "1.0.1"
 SEVERITY = "blocking"
 CATEGORY = "resources"
 STATUS = "stable"
@@ -75,7 +76,8 @@ def check(ctx):
         f"shared memory needs {layout.total_bytes:,} bytes per CTA but {ctx.target.name} "
         f"allows {limit:,}",
         condition=(f"buffers {layout.data_bytes:,} + padding {layout.padding_bytes:,} + "
-                   f"mbarriers {layout.barrier_bytes:,} + base alignment slack "
+                   f"mbarriers {layout.barrier_bytes:,} + zero row {layout.zero_bytes:,} + "
+                   f"base alignment slack "
                    f"{layout.base_slack:,} <= smem_per_cta {limit:,}"),
         hint=hint,
         resource=largest.name if largest is not None else None,

@@ -6,7 +6,7 @@
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape
 
 NAME = "elementwise"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "lm.elementwise"
 CATEGORY = "compute"
 ARGS = (
@@ -25,3 +25,68 @@ def effects(call, view):
         writes=(access(call.args["dst"], view),),
         flops=n,
     )
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+TEMPLATE = """\
+cg::elementwise<cg::ew_{{ args.op.value }}>(
+    {{ args.dst.ref }}, {{ args.src.ref }}, {{ args.alpha.ref }}, cg_team);"""
+
+DEVICE = """\
+// `exact` ops convert the element directly (an i32 copy stays exact); the others
+// compute in f32.
+struct ew_copy {
+  static constexpr bool exact = true;
+  __device__ static float f(float x, float) { return x; }
+};
+struct ew_scale {
+  static constexpr bool exact = false;
+  __device__ static float f(float x, float a) { return a * x; }
+};
+struct ew_add {
+  static constexpr bool exact = false;
+  __device__ static float f(float x, float a) { return x + a; }
+};
+struct ew_relu {
+  static constexpr bool exact = false;
+  __device__ static float f(float x, float) { return x > 0.f ? x : 0.f; }
+};
+struct ew_exp {
+  static constexpr bool exact = false;
+  __device__ static float f(float x, float) { return expf(x); }
+};
+struct ew_cast {
+  static constexpr bool exact = true;
+  __device__ static float f(float x, float) { return x; }
+};
+template <class Op, class T, class S>
+__device__ __forceinline__ T ew_apply(S x, float alpha) {
+  if constexpr (Op::exact) {
+    return convert<T>(x);
+  } else {
+    return convert<T>(Op::f(to_f32(x), alpha));
+  }
+}
+
+// elementwise: dst = Op(src), through f32. Two fragments must share a layout (slot by
+// slot); a fragment and a shared tile meet element by element.
+template <class Op, class D, class S>
+__device__ __forceinline__ void elementwise(D&& dst, S&& src, float alpha, Team t) {
+  typedef typename bare<D>::type DT;
+  typedef typename bare<S>::type ST;
+  typedef typename DT::elem T;
+  if constexpr (DT::is_fragment && ST::is_fragment) {
+    static_assert(DT::kind == ST::kind && DT::rows == ST::rows && DT::cols == ST::cols &&
+                  DT::SLOTS == ST::SLOTS, "fragment operands must share a layout");
+#pragma unroll
+    for (int s = 0; s < DT::SLOTS; ++s) dst.v[s] = ew_apply<Op, T>(src.v[s], alpha);
+  } else if constexpr (ST::is_fragment) {
+    src.for_each(t, [&](int r, int c, const auto& v) {
+      dst.at(r, c) = ew_apply<Op, T>(v, alpha);
+    });
+  } else {
+    dst.for_each(t, [&](int r, int c, auto& v) {
+      v = ew_apply<Op, T>(src.get(r, c), alpha);
+    });
+  }
+}"""

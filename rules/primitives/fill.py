@@ -3,7 +3,7 @@
 from cakegov.plugin import Arg, Effects, access
 
 NAME = "fill"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "lm.fill"
 CATEGORY = "compute"
 ARGS = (
@@ -14,3 +14,15 @@ ARGS = (
 
 def effects(call, view):
     return Effects(writes=(access(call.args["dst"], view),))
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+TEMPLATE = """\
+cg::fill({{ args.dst.ref }}, {{ args.value.ref }}, cg_team);"""
+
+DEVICE = """\
+template <class D>
+__device__ __forceinline__ void fill(D&& dst, float value, Team t) {
+  typedef typename bare<D>::type::elem T;
+  dst.for_each(t, [&](int, int, auto& v) { v = convert<T>(value); });
+}"""

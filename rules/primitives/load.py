@@ -9,7 +9,7 @@ without it the tile must lie inside the tensor."""
 from cakegov.plugin import Arg, Effects, access, barrier_action
 
 NAME = "load"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "smem.load"
 RECEIVER = "dst"
 CATEGORY = "memory"
@@ -33,3 +33,46 @@ def effects(call, view):
         global_bytes=dst.bytes,
         asynchronous=True,
     )
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+# The first warp of the role issues the copy, one row per lane at a time; every row
+# delivers exactly its bytes to the barrier: the in-bounds part from the tensor, the rest
+# (with pad=True) from the kernel's zero row. `role.sync` first (a named barrier over the
+# role, `__syncwarp()` for a one-warp role): the copy then follows everything the role's
+# threads did before in program order (arming the barrier, reading the old stage).
+TEMPLATE = """\
+{{ role.sync }}
+if (cg_rwarp == 0) {
+  cg::load_tile<{{ copy.ctype }}, {{ op.rows }}, {{ op.row_elems }}, {{ copy.pad }}>(
+      cg_base + {{ copy.dst }}, {{ copy.src }}, {{ copy.src_rows }}, {{ copy.src_cols }},
+      {{ copy.row0 }}, {{ copy.col0 }}, cg_base + {{ copy.bar }}, cg_base + {{ copy.zero }},
+      cg_lane);
+}"""
+
+DEVICE = """\
+// load: copy a ROWS x ROW_ELEMS tile whose origin is (row0, col0) of a row-major
+// src_rows x src_cols tensor into shared memory at `dst`. Lane l copies rows l, l + 32, ...
+// With PAD, the part of a row outside the tensor comes from the zero row, so each row
+// completes exactly ROW_ELEMS * sizeof(T) bytes on `bar`.
+template <class T, int ROWS, int ROW_ELEMS, bool PAD>
+__device__ __forceinline__ void load_tile(u32 dst, const T* src, int src_rows, int src_cols,
+                                          int row0, int col0, u32 bar, u32 zero, int lane) {
+#pragma unroll 1
+  for (int r = lane; r < ROWS; r += 32) {
+    const u32 d = dst + (u32)(r * ROW_ELEMS * (int)sizeof(T));
+    const int gr = row0 + r;
+    int valid = ROW_ELEMS;
+    if (PAD) {
+      valid = (gr >= 0 && gr < src_rows && col0 >= 0) ? imin(src_cols - col0, ROW_ELEMS) : 0;
+      valid = valid < 0 ? 0 : valid;
+    }
+    if (valid > 0) {
+      bulk_g2s(d, src + ((long long)gr * src_cols + col0), (u32)valid * (u32)sizeof(T), bar);
+    }
+    if (PAD && valid < ROW_ELEMS) {
+      bulk_s2s(d + (u32)valid * (u32)sizeof(T), zero,
+               (u32)(ROW_ELEMS - valid) * (u32)sizeof(T), bar);
+    }
+  }
+}"""

@@ -8,7 +8,7 @@ target's shape (m16n8k16 for f16/bf16), so M, N and K must be multiples of it. `
 from cakegov.plugin import Arg, Effects, access, operand_shape
 
 NAME = "mma"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "lm.mma"
 CATEGORY = "compute"
 ARGS = (
@@ -30,3 +30,91 @@ def effects(call, view):
         writes=(access(acc, view),),
         flops=2 * m * n * k,
     )
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+# Each warp of the role multiplies its block of the accumulator (LFragLayout `mma`): per
+# 16-wide k step it loads its A and B fragments from shared memory (32-bit loads of two
+# adjacent elements, PTX ISA "Matrix fragments for mma.m16n8k16") and issues
+# tiles_m x tiles_n mma.sync instructions.
+TEMPLATE = """\
+cg::mma<{{ args.transpose_b.const }}>(
+    {{ args.acc.ref }}, {{ args.a.ref }}, {{ args.b.ref }}, {{ args.init.ref }}, cg_team);"""
+
+DEVICE = """\
+__device__ __forceinline__ void mma_16816(float& d0, float& d1, float& d2, float& d3,
+                                          const u32 (&a)[4], const u32 (&b)[2], bf16) {
+  asm volatile("{{ ptx.mma_bf16 }} { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, "
+               "{ %0, %1, %2, %3 };"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_16816(float& d0, float& d1, float& d2, float& d3,
+                                          const u32 (&a)[4], const u32 (&b)[2], f16) {
+  asm volatile("{{ ptx.mma_f16 }} { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, "
+               "{ %0, %1, %2, %3 };"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ u32 ld_pair(const unsigned short* p) {
+  return *reinterpret_cast<const u32*>(p);
+}
+__device__ __forceinline__ u32 pack_pair(unsigned short lo, unsigned short hi) {
+  return (u32)lo | ((u32)hi << 16);
+}
+
+// mma: acc (M x N, FragMma) (+)= a (M x K, shared) @ b (K x N, or N x K with TRANSB).
+template <bool TRANSB, class Acc, class A, class B>
+__device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) {
+  typedef typename bare<Acc>::type AccT;
+  typedef typename bare<A>::type AT;
+  typedef typename bare<B>::type BT;
+  typedef typename AT::elem E;
+  constexpr int M = AccT::rows, N = AccT::cols, K = AT::cols;
+  static_assert(AccT::kind == MMA, "the accumulator needs the mma fragment layout");
+  static_assert(AT::kind == SMEM && BT::kind == SMEM, "mma operands are shared-memory tiles");
+  static_assert(same<E, typename BT::elem>::value, "a and b need the same element type");
+  static_assert(same<typename AccT::elem, float>::value, "the accumulator is f32");
+  static_assert(AT::rows == M && K % 16 == 0, "a must be M x K with K a multiple of 16");
+  static_assert(TRANSB ? (BT::rows == N && BT::cols == K) : (BT::rows == K && BT::cols == N),
+                "b must be K x N (N x K with transpose_b)");
+  if (init) acc.zero();
+  const int r0 = AccT::row0(t), c0 = AccT::col0(t);
+  const int q2 = 2 * (t.tid % 4);
+  const unsigned short* ap = reinterpret_cast<const unsigned short*>(a.p);
+  const unsigned short* bp = reinterpret_cast<const unsigned short*>(b.p);
+#pragma unroll
+  for (int kk = 0; kk < K; kk += 16) {
+    u32 af[AccT::TM][4];
+    u32 bf[AccT::TN][2];
+#pragma unroll
+    for (int mi = 0; mi < AccT::TM; ++mi) {
+      const unsigned short* p = ap + (r0 + mi * 16) * K + kk + q2;
+      af[mi][0] = ld_pair(p);
+      af[mi][1] = ld_pair(p + 8 * K);
+      af[mi][2] = ld_pair(p + 8);
+      af[mi][3] = ld_pair(p + 8 * K + 8);
+    }
+#pragma unroll
+    for (int ni = 0; ni < AccT::TN; ++ni) {
+      const int n = c0 - q2 + ni * 8 + (t.tid % 32) / 4;  // column g of tile ni
+      if constexpr (TRANSB) {
+        const unsigned short* p = bp + n * K + kk + q2;
+        bf[ni][0] = ld_pair(p);
+        bf[ni][1] = ld_pair(p + 8);
+      } else {
+        const unsigned short* p = bp + (kk + q2) * N + n;
+        bf[ni][0] = pack_pair(p[0], p[N]);
+        bf[ni][1] = pack_pair(p[8 * N], p[9 * N]);
+      }
+    }
+#pragma unroll
+    for (int mi = 0; mi < AccT::TM; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < AccT::TN; ++ni) {
+        float* d = &acc.v[(mi * AccT::TN + ni) * 4];
+        mma_16816(d[0], d[1], d[2], d[3], af[mi], bf[ni], E{});
+      }
+    }
+  }
+}"""

@@ -4,7 +4,7 @@
 from cakegov.plugin import Arg, Effects, access, operand_shape
 
 NAME = "sqdist"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "lm.sqdist"
 CATEGORY = "compute"
 ARGS = (
@@ -22,3 +22,30 @@ def effects(call, view):
         writes=(access(call.args["dst"], view),),
         flops=3 * r * c * d,
     )
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+TEMPLATE = """\
+cg::sqdist({{ args.dst.ref }}, {{ args.x.ref }}, {{ args.c.ref }}, cg_team);"""
+
+DEVICE = """\
+// sqdist: dst[i, j] = sum_d (x[i, d] - c[j, d])^2 in f32, for the elements each thread
+// holds. The d loop starts at a row-dependent offset so that the threads of a warp read
+// different shared-memory banks.
+template <class D, class X, class C>
+__device__ __forceinline__ void sqdist(D&& dst, X&& x, C&& c, Team t) {
+  typedef typename bare<X>::type XT;
+  typedef typename bare<C>::type CT;
+  static_assert(!XT::is_fragment && !CT::is_fragment, "sqdist reads shared-memory tiles");
+  static_assert(XT::cols == CT::cols, "x and c need the same row length");
+  typedef typename bare<D>::type::elem T;
+  dst.for_each(t, [&](int i, int j, auto& v) {
+    float acc = 0.f;
+    for (int dd = 0; dd < XT::cols; ++dd) {
+      const int d = (dd + i) % XT::cols;
+      const float diff = to_f32(x.get(i, d)) - to_f32(c.get(j, d));
+      acc += diff * diff;
+    }
+    v = convert<T>(acc);
+  });
+}"""

@@ -7,7 +7,7 @@ lie inside the tensor for every CTA."""
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape
 
 NAME = "store"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "lm.store"
 CATEGORY = "memory"
 ARGS = (
@@ -25,3 +25,24 @@ def effects(call, view):
     size = elements(operand_shape(call.args["src"], view)) * view.dtype_bytes(dtype)
     dst = access(call.args["dst"], view).model_copy(update={"bytes": size})
     return Effects(reads=(src,), writes=(dst,), global_bytes=size)
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+# Every thread of the role writes the elements it holds (a fragment) or a share of the
+# tile (shared memory); with mask=True each write is bounds-checked against the tensor.
+TEMPLATE = """\
+cg::store({{ args.dst.ref }}, {{ args.at.row }}, {{ args.at.col }},
+          {{ args.src.ref }}, {{ args.mask.ref }}, cg_team);"""
+
+DEVICE = """\
+// store: write tile `src` at (r0, c0) of the 2-D tensor view `dst`, converting elements.
+template <class T, class S>
+__device__ __forceinline__ void store(Gmem<T> dst, long long r0, long long c0, S&& src,
+                                      bool mask, Team t) {
+  src.for_each(t, [&](int r, int c, const auto& v) {
+    const long long gr = r0 + r, gc = c0 + c;
+    if (!mask || (gr >= 0 && gr < dst.rows && gc >= 0 && gc < dst.cols)) {
+      dst.p[gr * dst.cols + gc] = convert<T>(v);
+    }
+  });
+}"""

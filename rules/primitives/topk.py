@@ -4,7 +4,7 @@
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape
 
 NAME = "topk"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "lm.topk"
 CATEGORY = "compute"
 ARGS = (
@@ -23,3 +23,53 @@ def effects(call, view):
         writes=(access(call.args["dst"], view),),
         flops=n * max(1, n.bit_length()),
     )
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+TEMPLATE = """\
+cg::topk<{{ args.k.const }}, {{ args.largest.const }}>(
+    {{ args.dst.ref }}, {{ args.src.ref }}, cg_team);"""
+
+DEVICE = """\
+template <class S>
+__device__ __forceinline__ float topk_value(S& src, int i, int r, int c) {
+  if constexpr (bare<S>::type::is_fragment) {
+    return to_f32(src.v[i * bare<S>::type::cols + c]);
+  } else {
+    return to_f32(src.get(r, c));
+  }
+}
+
+// topk: for each row owned by this thread, the indices of the K smallest (largest)
+// elements in order, ties to the lower index: K selection passes, each taking the best
+// element that comes after the previous pick in (value, index) order.
+template <int K, bool LARGEST, class D, class S>
+__device__ __forceinline__ void topk(D&& dst, S&& src, Team t) {
+  typedef typename bare<D>::type DT;
+  typedef typename bare<S>::type ST;
+  static_assert(DT::kind == ROWS && DT::cols == K && DT::rows == ST::rows,
+                "the result is a rows-layout fragment of K indices per row of src");
+  static_assert(!ST::is_fragment || (ST::kind == ROWS && ST::threads == DT::threads),
+                "a fragment source needs the rows layout of the result");
+  static_assert(K <= ST::cols, "k exceeds the row length");
+#pragma unroll
+  for (int i = 0; i < DT::RPT; ++i) {
+    const int r = i * DT::threads + t.tid;
+    if (DT::rows % DT::threads == 0 || r < DT::rows) {
+      float pv = 0.f;
+      int pi = -1;
+      for (int j = 0; j < K; ++j) {
+        float bv = 0.f;
+        int bi = -1;
+        for (int c = 0; c < ST::cols; ++c) {
+          const float x = LARGEST ? -topk_value(src, i, r, c) : topk_value(src, i, r, c);
+          const bool after = pi < 0 || x > pv || (x == pv && c > pi);
+          if (after && (bi < 0 || x < bv)) { bv = x; bi = c; }
+        }
+        dst.v[i * K + j] = convert<typename DT::elem>(bi);
+        pv = bv;
+        pi = bi;
+      }
+    }
+  }
+}"""

@@ -1,0 +1,1 @@
+"""Governance: proposals of rulebook changes, their reports, and the audit ledger."""

@@ -1,0 +1,313 @@
+"""What a proposal changes: the base rulebook at a git ref, the proposed plugin files, the
+plugins added, changed and removed, version bumps, and contract changes.
+
+The base is read with GitPython from the commit's tree into a temporary directory; the
+user's working tree is never written. Proposed files are placed by kind without importing
+them (their syntax tree says what they are). Contract changes are the diff between the
+base commit and the working tree under `cakegov/` (the engine), `corpus/workloads/`, a
+corpus label that changed and a corpus file that was removed; a changed label or a removed
+corpus file needs a stated reason."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import git
+
+from cakegov.corpus.labels import LabelError, Labels, read_labels
+
+RULES = "rules"
+SYMLINK_MODE = 0o120000
+KIND_DIRS = {"check": "checks", "primitive": "primitives", "target": "targets",
+             "costmodel": "costmodel"}
+DIR_KINDS = {v: k for k, v in KIND_DIRS.items()}
+REASON_RE = re.compile(r"^\s*Reason:\s*(\S.*)$", re.M)
+CHANGE_NOTES = "corpus/CHANGES.md"
+
+
+class ProposalInputError(Exception):
+    """The command cannot run as asked (bad ref, missing file, not a plugin): exit 2."""
+
+
+@dataclass(frozen=True)
+class BaseRef:
+    """The base of a proposal: the ref as asked (or chosen) and its commit."""
+
+    ref: str
+    commit: git.Commit
+    how: str  # why this ref: "--base", "HEAD", "merge base with main"
+
+
+def open_repo(root: Path) -> git.Repo:
+    try:
+        return git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ProposalInputError(f"{root} is not inside a git repository: propose-rule "
+                                 "compares against a commit") from None
+
+
+def _default_branch(repo: git.Repo) -> str | None:
+    try:
+        target = repo.git.symbolic_ref("--short", "refs/remotes/origin/HEAD")
+        if target:
+            return target.strip()
+    except git.GitCommandError:
+        pass
+    names = {h.name for h in repo.heads}
+    return next((n for n in ("main", "master") if n in names), None)
+
+
+def resolve_base(repo: git.Repo, ref: str | None) -> BaseRef:
+    """`ref` as given, else HEAD on the default branch, else the merge base with it."""
+    try:
+        head = repo.head.commit
+    except ValueError:
+        raise ProposalInputError("the repository has no commit yet") from None
+    if ref is not None:
+        try:
+            return BaseRef(ref, repo.commit(ref), "--base")
+        except (git.BadName, git.BadObject, ValueError):
+            raise ProposalInputError(f"no commit {ref!r} in {repo.working_tree_dir}") from None
+    default = _default_branch(repo)
+    branch = None if repo.head.is_detached else repo.active_branch.name
+    if default is None or branch == default.split("/")[-1]:
+        return BaseRef("HEAD", head, "HEAD")
+    try:
+        bases = repo.merge_base(head, default)
+    except git.GitCommandError:  # e.g. a shallow clone without the fork point
+        bases = []
+    if not bases:
+        return BaseRef("HEAD", head, f"HEAD (no merge base with {default})")
+    return BaseRef(bases[0].hexsha, bases[0], f"merge base of HEAD and {default}")
+
+
+def materialise(commit: git.Commit, subdir: str, dest: Path) -> bool:
+    """Write the tree of `subdir` at `commit` into `dest`; False if it does not exist."""
+    try:
+        tree = commit.tree / subdir
+    except KeyError:
+        return False
+    dest.mkdir(parents=True, exist_ok=True)
+    for item in tree.traverse():
+        if item.type != "blob" or item.mode == SYMLINK_MODE:
+            continue
+        target = dest / PurePosixPath(item.path).relative_to(subdir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(item.data_stream.read())
+    return True
+
+
+def blob_text(commit: git.Commit, path: str) -> str | None:
+    try:
+        return (commit.tree / path).data_stream.read().decode("utf-8", errors="replace")
+    except KeyError:
+        return None
+
+
+# ---- proposed files ------------------------------------------------------------------
+
+def _python_kind(path: Path) -> str | None:
+    """`check` or `primitive`, from the module's top-level names; never imported."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        raise ProposalInputError(f"{path}: not valid Python, so its kind is unknown: "
+                                 f"{exc}") from None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+    if {"CODE", "check"} <= names:
+        return "check"
+    if {"SPELLING", "effects"} <= names:
+        return "primitive"
+    return None
+
+
+def _toml_kind(path: Path) -> str | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    return "target" if isinstance(data.get("target"), dict) else "costmodel"
+
+
+def placement(path: Path, root: Path) -> tuple[str, str]:
+    """(kind, relpath inside the rulebook) for a proposed file."""
+    if not path.is_file():
+        raise ProposalInputError(f"no such file: {path}")
+    try:
+        rel = path.resolve().relative_to((root / RULES).resolve())
+    except ValueError:
+        rel = None
+    if rel is not None:
+        parts = rel.parts
+        if len(parts) != 2 or parts[0] not in DIR_KINDS:
+            raise ProposalInputError(f"{path}: not a plugin location (rules/checks, "
+                                     "rules/primitives, rules/targets, rules/costmodel)")
+        return DIR_KINDS[parts[0]], rel.as_posix()
+    if path.suffix == ".py":
+        kind = _python_kind(path)
+        if kind is None:
+            raise ProposalInputError(f"{path}: not a plugin: a check defines CODE and "
+                                     "check(ctx), a primitive SPELLING and effects()")
+    elif path.suffix == ".toml":
+        kind = _toml_kind(path)
+        if kind is None:
+            raise ProposalInputError(f"{path}: not valid TOML")
+    else:
+        raise ProposalInputError(f"{path}: a plugin is a .py or .toml file")
+    return kind, f"{KIND_DIRS[kind]}/{path.name}"
+
+
+# ---- plugin changes ------------------------------------------------------------------
+
+def semver(version: str | None) -> tuple[int, ...] | None:
+    if version is None or not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        return None
+    return tuple(int(p) for p in version.split("."))
+
+
+def plugin_changes(base: dict[str, Any], cand: dict[str, Any], base_lock: dict[str, Any] | None
+                   ) -> list[dict[str, Any]]:
+    """Added, changed and removed plugins, each with its versions and whether the version
+    was bumped against the base's rulebook.lock (or the base plugin when the lock lacks
+    it). Unchanged plugins are left out."""
+    before = {e["relpath"]: e for e in base["entries"]}
+    after = {e["relpath"]: e for e in cand["entries"]}
+    locked = (base_lock or {}).get("plugins", {})
+    out: list[dict[str, Any]] = []
+    for rel in sorted(set(before) | set(after)):
+        b, a = before.get(rel), after.get(rel)
+        if b is not None and a is not None and b["sha256"] == a["sha256"]:
+            continue
+        change = "added" if b is None else "removed" if a is None else "changed"
+        entry = (a or b)
+        old_version = (locked.get(rel) or {}).get("version") or (b or {}).get("version")
+        row = {"relpath": rel, "kind": entry["kind"], "change": change,
+               "version_before": b["version"] if b else None,
+               "version_after": a["version"] if a else None,
+               "sha256_before": b["sha256"] if b else None,
+               "sha256_after": a["sha256"] if a else None, "problem": None}
+        if change == "changed":
+            new, old = semver(a["version"]), semver(old_version)
+            if new is None or old is None or new <= old:
+                row["problem"] = (f"content changed but VERSION {a['version']} is not "
+                                  f"greater than {old_version} in the base's rulebook.lock; "
+                                  "bump it (patch for a fix, minor for a new check)")
+        out.append(row)
+    return out
+
+
+# ---- contract changes ----------------------------------------------------------------
+
+def _labels_or_none(text: str | None, where: str) -> Labels | None:
+    if text is None:
+        return None
+    try:
+        return read_labels(text, where)
+    except LabelError:
+        return None
+
+
+def label_text(labels: Labels | None) -> str:
+    if labels is None:
+        return "(no valid label)"
+    if labels.clean:
+        return "clean"
+    return ", ".join(f"{c}@{line}" for c, line in sorted(labels.expected, key=lambda x: x[1]))
+
+
+def _reasons(repo: git.Repo, commit: git.Commit, root: Path) -> tuple[list[tuple[set[str],
+             str, str]], list[str]]:
+    """(files touched, message, reason) of each commit in base..HEAD with a `Reason:` line,
+    and the lines of corpus/CHANGES.md."""
+    commits = []
+    try:
+        for c in repo.iter_commits(f"{commit.hexsha}..HEAD"):
+            msg = c.message if isinstance(c.message, str) else c.message.decode()
+            m = REASON_RE.search(msg)
+            if m:
+                commits.append((set(c.stats.files), msg, m.group(1).strip()))
+    except git.GitCommandError:
+        pass
+    notes = root / CHANGE_NOTES
+    lines = notes.read_text(encoding="utf-8", errors="replace").splitlines() \
+        if notes.is_file() else []
+    return commits, lines
+
+
+def _reason_for(rel: str, commits: list[tuple[set[str], str, str]], notes: list[str]
+                ) -> str | None:
+    short = rel.removeprefix("corpus/")
+    for files, msg, reason in commits:
+        if rel in files or rel in msg or short in msg:
+            return f"commit message: {reason}"
+    for line in notes:
+        if (rel in line or short in line) and line.replace(rel, "").replace(short, "").strip(
+                " -*#:`|\t"):
+            return f"{CHANGE_NOTES}: {line.strip()}"
+    return None
+
+
+def contract_changes(repo: git.Repo, commit: git.Commit, root: Path) -> list[dict[str, Any]]:
+    """Every contract change between `commit` and the working tree (see module doc)."""
+    top = Path(repo.working_tree_dir or root).resolve()
+    try:
+        prefix = root.resolve().relative_to(top).as_posix()
+    except ValueError:
+        prefix = "."
+    prefix = "" if prefix == "." else prefix + "/"
+    changes: dict[str, str] = {}
+    for d in commit.diff(None, paths=[prefix + "cakegov", prefix + "corpus"]):
+        path = d.b_path if d.change_type != "D" else d.a_path
+        changes[path.removeprefix(prefix)] = {"A": "added", "D": "removed"}.get(
+            d.change_type, "modified")
+    for path in repo.untracked_files:
+        if path.startswith((prefix + "cakegov/", prefix + "corpus/")):
+            changes[path.removeprefix(prefix)] = "added"
+    commits, notes = _reasons(repo, commit, root)
+    out: list[dict[str, Any]] = []
+    for rel in sorted(changes):
+        change = changes[rel]
+        row: dict[str, Any] = {"path": rel, "change": change, "detail": "",
+                               "needs_reason": False, "reason": None}
+        if rel.startswith("cakegov/"):
+            if "__pycache__" in rel:
+                continue
+            row.update(kind="engine", detail="engine code")
+        elif rel.startswith("corpus/workloads/"):
+            row.update(kind="workload", detail="reference semantics, inputs or tolerances")
+        elif rel.endswith(".cake") and change == "removed":
+            old = _labels_or_none(blob_text(commit, prefix + rel), rel)
+            row.update(kind="corpus-removed", needs_reason=True,
+                       detail=f"corpus case removed (its labels: {label_text(old)})")
+        elif rel.endswith(".cake") and change == "modified":
+            old = _labels_or_none(blob_text(commit, prefix + rel), rel)
+            path = root / rel
+            new = _labels_or_none(path.read_text(encoding="utf-8", errors="replace"), rel) \
+                if path.is_file() else None
+            if old == new:
+                continue  # the schedule changed, its expectation did not
+            row.update(kind="label", needs_reason=True,
+                       detail=f"label {label_text(old)} -> {label_text(new)}")
+        else:
+            continue
+        if row["needs_reason"]:
+            row["reason"] = _reason_for(rel, commits, notes)
+        out.append(row)
+    return out
+
+
+def head_state(repo: git.Repo) -> tuple[str, bool]:
+    """HEAD's commit and whether the working tree differs from it."""
+    return repo.head.commit.hexsha, repo.is_dirty(untracked_files=True)

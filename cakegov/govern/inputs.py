@@ -1,0 +1,173 @@
+"""The inputs of a proposal: base and candidate rulebook directories, the proposed files,
+the labelled cases to judge and the contract changes, all known before any rulebook runs.
+
+Proposed rule files are read as syntax trees (their `MOTIVATED_BY`), never imported here.
+Motivating cases that live outside the corpus directories (e.g. next to a proposal in
+`examples/proposals/corpus/`) join the judged cases as invalid cases."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cakegov.check.runner import expand_paths
+from cakegov.corpus.labels import LabelError, Labels, read_label_file
+from cakegov.govern import changes
+from cakegov.govern.cache import plugin_hashes, sha256_bytes
+from cakegov.govern.proposal import ProposalOptions, ProposedFile
+
+
+@dataclass(frozen=True)
+class Case:
+    """One labelled schedule to judge."""
+
+    rel: str
+    path: Path
+    sha256: str
+    labels: Labels
+    external: bool = False
+
+
+@dataclass
+class Setup:
+    """Everything known before any rulebook runs."""
+
+    root: Path
+    base: changes.BaseRef
+    rules: dict[str, Path]
+    hashes: dict[str, dict[str, str]]
+    mode: str
+    proposed: list[ProposedFile]
+    workloads: Path
+    corpus_dirs: list[str]
+    cases: list[Case]
+    total: int
+    unlabelled: list[str]
+    external: list[str]
+    base_lock: dict[str, Any] | None
+    head: str
+    dirty: bool
+    contract: list[dict[str, Any]]
+    motivating: dict[str, list[str]]  # changed check relpath -> MOTIVATED_BY
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _motivated_by(path: Path) -> list[str]:
+    """MOTIVATED_BY of a rule file, read from its syntax tree (never imported)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "MOTIVATED_BY" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return []
+            return [str(v) for v in value] if isinstance(value, tuple | list) else []
+    return []
+
+
+def _case(path: Path, root: Path, external: bool = False) -> Case | None:
+    try:
+        labels = read_label_file(path)
+    except (LabelError, OSError, UnicodeDecodeError):
+        return None
+    return Case(_rel(path, root), path.resolve(), sha256_bytes(path.read_bytes()), labels,
+                external)
+
+
+def prepare(options: ProposalOptions, tmp: Path) -> Setup:
+    """Base and candidate rulebook directories, the corpus, the contract changes."""
+    root = options.root.resolve()
+    repo = changes.open_repo(root)
+    base = changes.resolve_base(repo, options.base)
+    top = Path(repo.working_tree_dir or root).resolve()
+    prefix = root.relative_to(top).as_posix() if root != top else ""
+    sub = f"{prefix}/{changes.RULES}" if prefix else changes.RULES
+    base_rules = tmp / "base" / "rules"
+    if not changes.materialise(base.commit, sub, base_rules):
+        raise changes.ProposalInputError(f"{sub}/ does not exist at {base.ref} "
+                                         f"({base.commit.hexsha[:12]})")
+    lock_text = changes.blob_text(base.commit, f"{sub}/rulebook.lock")
+    try:
+        base_lock = json.loads(lock_text) if lock_text else None
+    except ValueError:
+        base_lock = None
+    proposed: list[ProposedFile] = []
+    if options.paths:
+        cand_rules = tmp / "candidate" / "rules"
+        shutil.copytree(base_rules, cand_rules)
+        seen: dict[str, str] = {}
+        for path in options.paths:
+            kind, placed = changes.placement(path, root)
+            if placed in seen:
+                raise changes.ProposalInputError(f"{path} and {seen[placed]} would both be "
+                                                 f"rules/{placed}")
+            seen[placed] = str(path)
+            (cand_rules / placed).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, cand_rules / placed)
+            proposed.append(ProposedFile(source=_rel(path, root), placed_at=f"rules/{placed}",
+                                         kind=kind, sha256=sha256_bytes(path.read_bytes())))
+        mode = "files"
+    else:
+        cand_rules = root / changes.RULES
+        if not (cand_rules / "checks").is_dir():
+            raise changes.ProposalInputError(f"no rulebook at {cand_rules}")
+        mode = "working-tree"
+    hashes = {"base": plugin_hashes(base_rules), "candidate": plugin_hashes(cand_rules)}
+    motivating = {rel: _motivated_by(cand_rules / rel) for rel, sha in
+                  hashes["candidate"].items()
+                  if rel.startswith("checks/") and hashes["base"].get(rel) != sha}
+
+    dirs = options.corpus or [root / "corpus"]
+    for d in dirs:
+        if not d.exists():
+            raise changes.ProposalInputError(f"no such corpus directory: {d}")
+    cases: dict[str, Case] = {}
+    unlabelled: list[str] = []
+    for path in expand_paths(dirs):
+        if "workloads" in path.parts:
+            continue
+        case = _case(path, root)
+        if case is None:
+            unlabelled.append(_rel(path, root))
+        else:
+            cases[case.rel] = case
+    external = []
+    for entries in motivating.values():
+        for entry in entries:
+            path = root / entry
+            if entry not in cases and path.is_file():
+                case = _case(path, root, external=not entry.startswith("corpus/"))
+                if case is not None:
+                    cases[case.rel] = case
+                    external.append(case.rel)
+    ordered = [cases[k] for k in sorted(cases)]
+    total = len(ordered)
+    if options.shard is not None:
+        i, n = options.shard
+        ordered = ordered[i - 1::n]
+    if not ordered:
+        raise changes.ProposalInputError("no labelled *.cake schedules to judge")
+    head, dirty = changes.head_state(repo)
+    return Setup(
+        root=root, base=base, rules={"base": base_rules, "candidate": cand_rules},
+        hashes=hashes, mode=mode, proposed=proposed, workloads=root / "corpus" / "workloads",
+        corpus_dirs=[_rel(d, root) for d in dirs], cases=ordered, total=total,
+        unlabelled=sorted(unlabelled), external=sorted(external), base_lock=base_lock,
+        head=head, dirty=dirty, contract=changes.contract_changes(repo, base.commit, root),
+        motivating=motivating)
+
+

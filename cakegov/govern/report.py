@@ -1,0 +1,350 @@
+"""The merge report, rendered from one `ProposalResult`: Markdown (the pull-request
+comment and job summary), standalone HTML with inline SVG charts, JSON (the model) and
+SARIF of the findings the candidate adds.
+
+Templates (cakegov/govern/templates/, Jinja2, StrictUndefined) only place what this module
+has prepared: every string, table row and chart coordinate is computed here. The Markdown
+fits GitHub's comment limit: when the full text is too long, flipped-schedule details are
+shed step by step (finding text, then evidence, then schedules beyond a count); the
+verdict, the blockers and every rule of the confusion table always stay, and the report
+says what was cut."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from cakegov.check.findings import FileResult, Finding
+from cakegov.check.lock import atomic_write
+from cakegov.check.render_sarif import render_sarif
+from cakegov.check.render_text import render_finding
+from cakegov.govern.proposal import COST_MIN_SCHEDULES, Confusion, ProposalResult, RuleRow
+from cakegov.ir.parse import source_lines
+
+MARKER = "<!-- cakegov-proposal -->"
+COMMENT_LIMIT = 65_536  # characters: GitHub's limit for a comment body
+COMMENT_BYTES = 60_000  # and a margin in UTF-8 bytes, which the comment job checks
+FORMATS = ("md", "html", "json", "sarif")
+FILE_NAMES = {"md": "proposal.md", "html": "proposal.html", "json": "proposal.json",
+              "sarif": "proposal.sarif"}
+TEMPLATES = Path(__file__).parent / "templates"
+KIND_TITLES = {"new_catch": "new catch", "new_false_positive": "new false positive",
+               "lost_catch": "lost catch", "changed_diagnostic": "changed diagnostic",
+               "removed_false_positive": "removed false positive"}
+LIST_CAP = 25
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                      autoescape=lambda name: bool(name) and ".html" in name)
+    env.filters["cell"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+    return env
+
+
+# ---- view ----------------------------------------------------------------------------
+
+def _pair(before: int | None, after: int | None) -> str:
+    b = "–" if before is None else str(before)
+    a = "–" if after is None else str(after)
+    return b if b == a else f"{b} → {a}"
+
+
+def _conf(row: RuleRow, attr: str) -> str:
+    before = None if row.before is None else getattr(row.before, attr)
+    after = None if row.after is None else getattr(row.after, attr)
+    return _pair(before, after)
+
+
+def _finding_text(f: Finding, root: Path | None, cache: dict[str, list[str]]) -> str:
+    if f.file not in cache:
+        try:
+            path = Path(f.file) if root is None else root / f.file
+            cache[f.file] = source_lines(path.read_bytes().decode("utf-8", "replace"))
+        except OSError:
+            cache[f.file] = []
+    return render_finding(f, cache[f.file])
+
+
+@dataclass
+class Level:
+    """How much of each flipped schedule the Markdown shows."""
+
+    findings: bool = True
+    evidence: bool = True
+    max_flips: int | None = None
+
+
+def _flip_view(result: ProposalResult, root: Path | None, level: Level,
+               cache: dict[str, list[str]]) -> list[dict[str, Any]]:
+    out = []
+    for flip in result.flips:
+        kinds = ", ".join(KIND_TITLES[k] for k in flip.kinds)
+        codes = sorted({i.code for i in flip.items if i.code})
+        ev = flip.evidence
+        out.append({
+            "file": flip.file, "schedule": flip.schedule or "",
+            "title": f"{kinds} ({', '.join(codes)})" if codes else kinds,
+            "verdicts": f"{flip.verdict_before} → {flip.verdict_after}",
+            "labels": flip.labels, "valid": "valid" if flip.valid else "invalid",
+            "blocking": any(k in ("new_false_positive", "lost_catch") for k in flip.kinds),
+            "points": [f"{KIND_TITLES[i.kind]}: {i.message}" for i in flip.items],
+            "new": [_finding_text(f, root, cache) for f in flip.new_findings]
+            if level.findings else [],
+            "removed": [_finding_text(f, root, cache) for f in flip.removed_findings]
+            if level.findings else [],
+            "evidence": [
+                ("simulator", ev.simulator.status, ev.simulator.detail),
+                ("compile", ev.compile.status, ev.compile.detail),
+                ("GPU run", ev.gpu.status, ev.gpu.detail),
+            ] if level.evidence else [],
+            "accepted_by": ev.accepted_by or "neither",
+        })
+    return out
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def view(result: ProposalResult, root: Path | None = None, level: Level | None = None
+         ) -> dict[str, Any]:
+    """Everything the templates print, as strings and lists."""
+    level = level or Level()
+    p, cost, run = result.provenance, result.timing.cost, result.timing.run
+    flips = _flip_view(result, root, level, {})
+    shown = flips if level.max_flips is None else flips[:level.max_flips]
+    rules = [{"code": r.code, "name": r.name, "change": r.change,
+              "version": _pair(r.version_before, r.version_after) if r.version_before
+              != r.version_after else (r.version_after or ""),
+              "status": r.status_after or r.status_before or "",
+              "tp": _conf(r, "tp"), "fp": _conf(r, "fp"), "fn": _conf(r, "fn"),
+              "changed": r.change != "unchanged" or r.before != r.after}
+             for r in result.rules]
+    ledger = run.ledger
+    gpu = (f"{p.gpu.device} (--gpu {p.gpu.mode})" if p.gpu.present
+           else f"none: {p.gpu.detail} (--gpu {p.gpu.mode})")
+    m = p.machine
+    return {
+        "marker": MARKER,
+        "summary": result.summary,
+        "verdict": result.verdict,
+        "proposed": [{"source": f.source, "placed_at": f.placed_at, "kind": f.kind,
+                      "sha": f.sha256[:12]} for f in result.proposed],
+        "mode": result.mode,
+        "blockers": [b.message for b in result.blockers],
+        "plugins": [{"relpath": c.relpath, "kind": c.kind, "change": c.change,
+                     "version": _pair(c.version_before, c.version_after)
+                     if c.change == "changed" else (c.version_after or c.version_before or ""),
+                     "problem": c.problem or ""} for c in result.plugin_changes],
+        "contract": [{"path": c.path, "kind": c.kind, "change": c.change, "detail": c.detail,
+                      "reason": c.reason or ("none: blocks" if c.needs_reason else "")}
+                     for c in result.contract_changes if c.kind != "engine"][:LIST_CAP],
+        "engine_changes": sum(1 for c in result.contract_changes if c.kind == "engine"),
+        "rules": rules,
+        "motivating": [{"rule": m_.rule, "file": m_.file, "status": m_.status,
+                        "ok": m_.status == "caught", "detail": m_.detail}
+                       for m_ in result.motivating],
+        "flips": shown, "flip_count": len(flips), "flips_omitted": len(flips) - len(shown),
+        "failures": [{"side": f.side, "rule": f.rule or "(worker)", "file": f.file or "",
+                      "kind": f.kind, "message": f.message, "where": f.where}
+                     for f in result.failures[:LIST_CAP]],
+        "failures_omitted": max(0, len(result.failures) - LIST_CAP),
+        "corpus": (f"{result.corpus.valid} valid and {result.corpus.invalid} invalid schedules"
+                   + (f" (shard {result.corpus.shard} of {result.corpus.total_before_shard})"
+                      if result.corpus.shard else "")
+                   + f" from {', '.join(result.corpus.dirs)}"),
+        "cost": {
+            "schedules": cost.schedules,
+            "median": (_ms(cost.median_before_ms), _ms(cost.median_after_ms),
+                       f"{cost.ratio:.2f}×"),
+            "p95": (_ms(cost.p95_before_ms), _ms(cost.p95_after_ms),
+                    f"{cost.p95_after_ms / cost.p95_before_ms:.2f}×"
+                    if cost.p95_before_ms else "–"),
+            "limit": f"{cost.limit_ratio:g}×", "exceeded": cost.exceeded,
+            "judged": cost.judged, "min_schedules": COST_MIN_SCHEDULES,
+            "measured": cost.measured,
+            "rules": [f"{r.code}: {r.total_ms:.1f} ms over all schedules, median "
+                      f"{r.median_ms:.3f} ms per schedule" for r in cost.rules],
+        },
+        "provenance": [
+            ("base", f"`{p.base_ref}` = {p.base_commit[:12]} ({p.base_how})"),
+            ("head", f"{p.head_commit[:12]}" + (" + uncommitted changes"
+                                                 if p.working_tree_dirty else "")),
+            ("verifier digest before", f"`{p.verifier_before[:16]}`"),
+            ("verifier digest after", f"`{(p.verifier_after or 'none')[:16]}`"),
+            ("corpus", f"{result.corpus.valid + result.corpus.invalid} schedules, digest "
+                       f"`{p.corpus_digest[:16]}`"),
+            ("engine", f"cakegov {p.engine_version}, source digest `{p.engine_digest[:16]}`"),
+            ("machine", f"{m.cpu_model or m.machine}, {m.cpus} CPUs, {m.system}, Python "
+                        f"{m.python}, host {m.hostname}"),
+            ("GPU", gpu),
+            ("limits", f"{result.options['time_limit_s']:g} s per rule per schedule, "
+                       f"{result.options['memory_limit_mb']} MiB address space"),
+            ("run", f"{run.run_id[:12]} at {run.started_at}, {run.wall_s:.1f} s wall, "
+                    f"{run.jobs} job(s), {run.workers} worker(s), cache {run.cache_hits} hit(s) "
+                    f"/ {run.cache_misses} miss(es)"),
+            ("ledger", f"record {ledger['id']} (`{str(ledger['hash'])[:16]}`)"
+             if ledger else "not recorded"),
+        ],
+        "notes": result.notes[:LIST_CAP],
+        "cut": "",
+    }
+
+
+# ---- charts --------------------------------------------------------------------------
+
+def _confusion_chart(rules: list[RuleRow]) -> dict[str, Any]:
+    """Grouped bars: per rule, TP/FP/FN before (pale) and after (solid)."""
+    rows = [r for r in rules if r.before != Confusion() or r.after != Confusion()]
+    top = max([1] + [getattr(c, a) for r in rows for c in (r.before, r.after) if c
+                     for a in ("tp", "fp", "fn")])
+    label_w, col_w, gap, row_h = 190, 150, 60, 22
+    rects, texts = [], []
+    for j, head in enumerate(("TP", "FP", "FN")):
+        texts.append({"x": label_w + j * (col_w + gap), "y": 14, "text": head, "cls": "head"})
+    for i, r in enumerate(rows):
+        y = 24 + i * row_h
+        texts.append({"x": 0, "y": y + 13, "text": f"{r.code} {r.name}"[:28], "cls": "label"})
+        for j, attr in enumerate(("tp", "fp", "fn")):
+            x = label_w + j * (col_w + gap)
+            for k, (conf, cls) in enumerate(((r.before, "before"), (r.after, "after"))):
+                value = getattr(conf, attr) if conf is not None else 0
+                width = round(col_w * value / top, 1)
+                rects.append({"x": x, "y": y + 2 + k * 8, "w": max(width, 0.5), "h": 7,
+                              "cls": f"{cls} {attr}",
+                              "title": f"{r.code} {attr.upper()} {cls}: "
+                                       f"{value if conf is not None else '–'}"})
+            texts.append({"x": x + col_w + 4, "y": y + 13, "cls": "value",
+                          "text": _pair(r.before and getattr(r.before, attr),
+                                        r.after and getattr(r.after, attr))})
+    return {"width": label_w + 3 * (col_w + gap), "height": 30 + len(rows) * row_h,
+            "rects": rects, "texts": texts}
+
+
+def _cost_chart(result: ProposalResult) -> dict[str, Any]:
+    cost = result.timing.cost
+    bars = [("median before", cost.median_before_ms, "before"),
+            ("median after", cost.median_after_ms, "after"),
+            ("p95 before", cost.p95_before_ms, "before"),
+            ("p95 after", cost.p95_after_ms, "after")]
+    top = max([0.001] + [b[1] for b in bars] + [cost.median_before_ms * cost.limit_ratio])
+    width, label_w = 420, 110
+    rects, texts = [], []
+    for i, (label, value, cls) in enumerate(bars):
+        y = 8 + i * 26
+        w = round(width * value / top, 1)
+        rects.append({"x": label_w, "y": y, "w": max(w, 0.5), "h": 18, "cls": cls,
+                      "title": f"{label}: {_ms(value)}"})
+        texts.append({"x": 0, "y": y + 13, "text": label, "cls": "label"})
+        texts.append({"x": label_w + w + 4, "y": y + 13, "text": _ms(value), "cls": "value"})
+    limit_x = round(label_w + width * cost.median_before_ms * cost.limit_ratio / top, 1)
+    return {"width": label_w + width + 90, "height": 8 + len(bars) * 26 + 16,
+            "rects": rects, "texts": texts, "limit_x": limit_x,
+            "limit_label": f"limit {cost.limit_ratio:g}× median before"}
+
+
+# ---- renderers -----------------------------------------------------------------------
+
+def _fits(text: str, limit: int, limit_bytes: int) -> bool:
+    return len(text) <= limit and len(text.encode("utf-8")) <= limit_bytes
+
+
+def render_markdown(result: ProposalResult, root: Path | None = None,
+                    limit: int = COMMENT_LIMIT, limit_bytes: int = COMMENT_BYTES) -> str:
+    """The pull-request comment; at most `limit` characters and `limit_bytes` bytes."""
+    template = _env().get_template("proposal.md.j2")
+    n = len(result.flips)
+    levels = [Level(), Level(findings=False), Level(findings=False, evidence=False)]
+    cap = n
+    while cap > 1:
+        cap //= 2
+        levels.append(Level(findings=False, evidence=False, max_flips=cap))
+    levels.append(Level(findings=False, evidence=False, max_flips=0))
+    cuts = ["", "finding text of flipped schedules", "finding text and evidence of flipped "
+            "schedules"]
+    text = ""
+    for i, level in enumerate(levels):
+        v = view(result, root, level)
+        if i > 0:
+            what = cuts[i] if i < len(cuts) else (
+                f"finding text and evidence, and {v['flips_omitted']} of {n} flipped schedules")
+            v["cut"] = (f"Truncated to fit GitHub's {limit:,}-character comment limit: "
+                        f"{what} left out. The HTML and JSON reports have everything.")
+        text = template.render(**v)
+        if _fits(text, limit, limit_bytes):
+            return text
+    note = "\n\n_…cut at the comment limit; see the HTML or JSON report._\n"
+    room = min(limit, limit_bytes) - len(note.encode("utf-8"))
+    return text.encode("utf-8")[:room].decode("utf-8", errors="ignore") + note
+
+
+def render_html(result: ProposalResult, root: Path | None = None) -> str:
+    v = view(result, root)
+    v["chart_confusion"] = _confusion_chart(result.rules)
+    v["chart_cost"] = _cost_chart(result)
+    return _env().get_template("proposal.html.j2").render(**v)
+
+
+def render_json(result: ProposalResult) -> str:
+    return json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True,
+                      ensure_ascii=False) + "\n"
+
+
+@dataclass(frozen=True)
+class _SarifRule:
+    code: str
+    name: str
+    summary: str
+    doc: str
+    severity: str
+    category: str
+    status: str
+    version: str
+
+    def section(self, title: str) -> str:
+        from cakegov.check.rulebook import doc_sections
+
+        return doc_sections(self.doc).get(title, "") if self.doc else ""
+
+
+@dataclass(frozen=True)
+class _SarifBook:
+    """The slice of a Rulebook that render_sarif reads, from the result (the candidate is
+    never imported in this process)."""
+
+    rules: tuple[_SarifRule, ...]
+    verifier: str
+
+    def digest(self) -> str:
+        return self.verifier
+
+
+def render_new_sarif(result: ProposalResult, root: Path | None = None) -> str:
+    rules = tuple(_SarifRule(r.code, r.name, r.summary, r.doc or r.summary, r.severity,
+                             r.category, r.status_after or "", r.version_after or "")
+                  for r in result.rules if r.change != "removed")
+    book = _SarifBook(rules, result.provenance.verifier_after or "")
+    files = [FileResult(file=f.file, schedule=f.schedule, verdict=f.verdict_after,  # type: ignore
+                        findings=tuple(f.new_findings)) for f in result.flips if f.new_findings]
+    return render_sarif(files, book, root=root)  # type: ignore[arg-type]
+
+
+def write_reports(result: ProposalResult, directory: Path, formats: list[str],
+                  root: Path | None = None) -> list[Path]:
+    """Write each format atomically; return the paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    render = {"md": lambda: render_markdown(result, root),
+              "html": lambda: render_html(result, root),
+              "json": lambda: render_json(result),
+              "sarif": lambda: render_new_sarif(result, root)}
+    written = []
+    for fmt in formats:
+        path = directory / FILE_NAMES[fmt]
+        atomic_write(path, render[fmt]())
+        written.append(path)
+    return written

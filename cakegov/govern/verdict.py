@@ -1,0 +1,331 @@
+"""From what ran to the verdict: confusion table, verifier cost, motivating cases,
+blockers, notes, and the assembled `ProposalResult`."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from cakegov.govern import changes
+from cakegov.govern.cache import digest_json, engine_digest, tree_digest
+from cakegov.govern.inputs import Setup
+from cakegov.govern.judge import SIDES, CaseRun, Verdicts, counted, flips
+from cakegov.govern.proposal import (
+    BLOCKING_FLIPS,
+    COST_FLOOR_MS,
+    COST_LIMIT,
+    COST_MIN_SCHEDULES,
+    Blocker,
+    Confusion,
+    ContractChange,
+    CorpusSummary,
+    Cost,
+    Flip,
+    GpuInfo,
+    MotivatingCheck,
+    PluginChange,
+    ProposalOptions,
+    ProposalResult,
+    Provenance,
+    RuleCost,
+    RuleFailure,
+    RuleRow,
+    RunInfo,
+    Timing,
+    decide,
+    machine,
+)
+
+
+def _confusion(setup: Setup, runs: dict[str, CaseRun]) -> dict[str, Confusion]:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for case in setup.cases:
+        result = runs[case.rel].result
+        if result is None:
+            continue
+        found = counted(result)
+        expected = set() if case.labels.clean else set(case.labels.expected)
+        for code, _ in found & expected:
+            counts[code][0] += 1
+        for code, _ in found - expected:
+            counts[code][1] += 1
+        for code, _ in expected - found:
+            counts[code][2] += 1
+    return {code: Confusion(tp=c[0], fp=c[1], fn=c[2]) for code, c in counts.items()}
+
+
+def _plugin_changes(setup: Setup, v: Verdicts) -> list[PluginChange]:
+    """From the rulebooks' own descriptions; from file hashes alone (no versions, no
+    version check) when the candidate does not load."""
+    if v.info["candidate"] is not None:
+        rows = changes.plugin_changes(v.info["base"] or {"entries": []}, v.info["candidate"],
+                                      setup.base_lock)
+    else:
+        def entries(side: str) -> dict[str, list[dict[str, str | None]]]:
+            return {"entries": [{"relpath": rel, "kind": changes.DIR_KINDS[rel.split("/")[0]],
+                                 "version": None, "sha256": sha}
+                                for rel, sha in setup.hashes[side].items()]}
+
+        rows = [dict(r, problem=None) for r in changes.plugin_changes(
+            entries("base"), entries("candidate"), None)]
+    return [PluginChange(**r) for r in rows]
+
+
+def rule_rows(setup: Setup, v: Verdicts) -> list[RuleRow]:
+    base = {r["code"]: r for r in (v.info["base"] or {}).get("rules", [])}
+    cand = {r["code"]: r for r in (v.info["candidate"] or {}).get("rules", [])}
+    if v.info["candidate"] is None:  # it did not load: show the base, judge nothing after
+        cand = base
+    conf = {s: _confusion(setup, v.runs[s]) for s in SIDES}
+    rows = []
+    for code in sorted(set(base) | set(cand)):
+        b, c = base.get(code), cand.get(code)
+        change = ("added" if b is None else "removed" if c is None else
+                  "unchanged" if b["sha256"] == c["sha256"] else "changed")
+        meta = c or b or {}
+        rows.append(RuleRow(
+            code=code, name=meta["name"], change=change,  # type: ignore[arg-type]
+            summary=meta["summary"], severity=meta["severity"], category=meta["category"],
+            doc=meta["doc"] if change in ("added", "changed") else "",
+            version_before=b["version"] if b else None,
+            version_after=c["version"] if c else None,
+            status_before=b["status"] if b else None, status_after=c["status"] if c else None,
+            before=conf["base"].get(code, Confusion()) if b else None,
+            after=conf["candidate"].get(code, Confusion()) if c and not v.candidate_error
+            else None))
+    order = {"added": 0, "changed": 1, "removed": 2, "unchanged": 3}
+    return sorted(rows, key=lambda r: (order[r.change], r.code))
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def cost(setup: Setup, v: Verdicts, rows: list[RuleRow]) -> Cost:
+    pairs = [(v.runs["base"][c.rel].seconds, v.runs["candidate"][c.rel].seconds)
+             for c in setup.cases]
+    pairs = [(b, a) for b, a in pairs if b is not None and a is not None]
+    if not pairs or v.candidate_error:
+        return Cost()
+    before = [b * 1000 for b, _ in pairs]
+    after = [a * 1000 for _, a in pairs]
+    mb, ma = statistics.median(before), statistics.median(after)
+    ratio = ma / mb if mb > 0 else 1.0
+    judged = len(pairs) >= COST_MIN_SCHEDULES
+    per_rule = []
+    for row in rows:
+        if row.change in ("added", "changed"):
+            times = [v.runs["candidate"][c.rel].rule_seconds.get(row.code, 0.0) * 1000
+                     for c in setup.cases]
+            per_rule.append(RuleCost(code=row.code, total_ms=round(sum(times), 3),
+                                     median_ms=round(statistics.median(times), 4)))
+    fresh = any(v.runs["base"][c.rel].run_id not in v.cached_runs for c in setup.cases)
+    measured = "this run" if fresh or not v.cached_runs else (
+        "an earlier run (cached): " + ", ".join(sorted(v.cached_runs)))
+    return Cost(schedules=len(pairs), median_before_ms=round(mb, 3),
+                median_after_ms=round(ma, 3), p95_before_ms=round(_quantile(before, 0.95), 3),
+                p95_after_ms=round(_quantile(after, 0.95), 3), ratio=round(ratio, 3),
+                judged=judged, exceeded=judged and ratio > COST_LIMIT and ma - mb > COST_FLOOR_MS,
+                measured=measured, rules=per_rule,
+                samples_before_ms=[round(x, 3) for x in before],
+                samples_after_ms=[round(x, 3) for x in after])
+
+
+def motivating_checks(setup: Setup, v: Verdicts, rows: list[RuleRow]) -> list[MotivatingCheck]:
+    cand = {r["code"]: r for r in (v.info["candidate"] or {}).get("rules", [])}
+    judged = {c.rel for c in setup.cases}
+    out = []
+    for row in rows:
+        if row.change not in ("added", "changed") or row.code not in cand:
+            continue
+        for entry in cand[row.code]["motivated_by"]:
+            path = setup.root / entry
+            if not path.is_file():
+                out.append(MotivatingCheck(rule=row.code, file=entry, status="missing",
+                                           detail="no such file"))
+                continue
+            if entry not in judged:
+                out.append(MotivatingCheck(rule=row.code, file=entry, status="not in shard"))
+                continue
+            result = v.runs["candidate"][entry].result
+            codes = {f.code for f in result.findings} if result else set()
+            if row.code in codes:
+                out.append(MotivatingCheck(rule=row.code, file=entry, status="caught"))
+            else:
+                found = ", ".join(sorted(codes)) or "none"
+                out.append(MotivatingCheck(rule=row.code, file=entry, status="not caught",
+                                           detail=f"findings: {found}"))
+    return out
+
+
+def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
+             contract: list[ContractChange], flips_: list[Flip], rows: list[RuleRow],
+             motivating: list[MotivatingCheck], cost_: Cost) -> list[Blocker]:
+    out: list[Blocker] = []
+    if v.candidate_error:
+        out.append(Blocker(kind="candidate-does-not-load",
+                           message=f"the candidate rulebook does not load: {v.candidate_error}"))
+    for p in plugin:
+        if p.problem:
+            out.append(Blocker(kind="version-not-bumped", rule=p.relpath,
+                               message=f"rules/{p.relpath}: {p.problem}"))
+    for c in contract:
+        if c.needs_reason and not c.reason:
+            out.append(Blocker(kind="contract-change-without-reason", files=[c.path],
+                               message=f"{c.path}: {c.detail}, with no stated reason: add a "
+                               "`Reason:` line to the commit message or an entry naming the "
+                               f"file to {changes.CHANGE_NOTES}"))
+    names = {r.code: r.name for r in rows}
+    grouped: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+    for flip in flips_:
+        for item in flip.items:
+            if item.kind in BLOCKING_FLIPS and flip.file not in grouped[(item.kind, item.code)]:
+                grouped[(item.kind, item.code)].append(flip.file)
+    for (kind, code), files in sorted(grouped.items(), key=lambda x: (x[0][0], x[0][1] or "")):
+        who = f"{code} {names.get(code, '')}".strip() if code else "the candidate"
+        if kind == "new_false_positive":
+            valid = sum(1 for f in flips_ if f.file in files and f.valid)
+            msg = (f"{who} newly fires where no label expects it on {len(files)} "
+                   f"schedule(s), {valid} of them valid")
+        else:
+            msg = f"{who} no longer catches {len(files)} labelled defect(s)"
+        out.append(Blocker(kind=kind.replace("_", "-"), rule=code, files=files,
+                           message=f"{msg}: {', '.join(files[:10])}"
+                                   + (f" and {len(files) - 10} more" if len(files) > 10 else "")))
+    base_fail = {(f.rule, f.file, f.kind) for f in v.failures if f.side == "base"}
+    by_rule: dict[tuple[str | None, str], list[RuleFailure]] = defaultdict(list)
+    for f in v.failures:
+        if f.side == "candidate" and (f.rule, f.file, f.kind) not in base_fail:
+            by_rule[(f.rule, f.kind)].append(f)
+    for (rule, kind), fails in sorted(by_rule.items(), key=lambda x: (x[0][0] or "", x[0][1])):
+        first = fails[0]
+        verb = {"hang": "hung", "crash": "crashed", "memory": "blew the memory limit"}.get(
+            kind, kind)
+        who = f"rule {rule} {names.get(rule or '', '')}".strip() if rule else "the worker"
+        out.append(Blocker(kind=f"rule-{kind}", rule=rule,
+                           files=sorted({f.file for f in fails if f.file}),
+                           message=f"{who} {verb} on {first.file or 'loading'}: "
+                                   f"{first.message}" + (f" [{first.where}]" if first.where
+                                                         else "")
+                                   + (f" (and on {len(fails) - 1} more schedule(s))"
+                                      if len(fails) > 1 else "")))
+    blamed = {f.file for f in v.failures if f.side == "candidate"}
+    unjudged = [c.rel for c in setup.cases if v.runs["candidate"][c.rel].result is None
+                and c.rel not in blamed]
+    if unjudged and not v.candidate_error:
+        out.append(Blocker(kind="not-judged", files=unjudged,
+                           message=f"the candidate gave no result for {len(unjudged)} "
+                                   f"schedule(s): {', '.join(unjudged[:10])}"))
+    for m in motivating:
+        if m.status in ("missing", "not caught"):
+            detail = f"{m.status}: {m.detail}" if m.detail else m.status
+            out.append(Blocker(kind="motivating-case", rule=m.rule, files=[m.file],
+                               message=f"{m.rule} does not catch its motivating case "
+                                       f"{m.file} ({detail})"))
+    cand = {r["code"]: r for r in (v.info["candidate"] or {}).get("rules", [])}
+    for row in rows:
+        if row.change == "added" and row.code in cand and not cand[row.code]["motivated_by"]:
+            out.append(Blocker(kind="motivating-case", rule=row.code,
+                               message=f"{row.code} {row.name} names no motivating case "
+                                       "(MOTIVATED_BY): a new rule must catch a real defect"))
+    if cost_.exceeded:
+        out.append(Blocker(kind="verifier-cost", message=(
+            f"the median check time per schedule more than doubled (limit "
+            f"{cost_.limit_ratio:g}x); see Verifier cost")))
+    return out
+
+
+def _notes(setup: Setup, v: Verdicts, contract: list[ContractChange]) -> list[str]:
+    notes = []
+    kinds = defaultdict(int)
+    for c in contract:
+        kinds[c.kind] += 1
+    if kinds.get("engine"):
+        notes.append(f"contract change: {kinds['engine']} engine file(s) under cakegov/ "
+                     "differ from the base; review them as engine code")
+    if kinds.get("workload"):
+        notes.append(f"contract change: {kinds['workload']} workload file(s) differ from "
+                     "the base")
+    for side, rules in sorted(v.quarantined.items()):
+        for rule in rules:
+            notes.append(f"{side}: rule {rule} was skipped after it killed its worker")
+    for f in v.failures:
+        if f.side == "base":
+            notes.append(f"base: rule {f.rule} {f.kind} on {f.file} (already in the base)")
+    missing = [c.rel for c in setup.cases if v.runs["base"][c.rel].result is None]
+    if missing:
+        notes.append(f"base: no result for {len(missing)} schedule(s), not compared: "
+                     + ", ".join(missing[:5]))
+    if setup.unlabelled:
+        notes.append(f"{len(setup.unlabelled)} schedule(s) without a `# expect:` label were "
+                     f"not judged: {', '.join(setup.unlabelled[:5])}")
+    if setup.external:
+        notes.append("motivating cases outside the corpus judged as invalid cases: "
+                     + ", ".join(setup.external))
+    return notes
+
+
+def plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
+             run: RunInfo) -> ProposalResult:
+    plugin = _plugin_changes(setup, v)
+    contract = [ContractChange(**c) for c in setup.contract]
+    flips_ = [] if v.candidate_error else flips(setup, v)
+    rows = rule_rows(setup, v)
+    motivating = [] if v.candidate_error else motivating_checks(setup, v, rows)
+    cost_ = cost(setup, v, rows)
+    blocks = blockers(setup, v, plugin, contract, flips_, rows, motivating, cost_)
+    missing = None
+    if gpu.mode == "require" and not gpu.present:
+        missing = f"GPU evidence required (--gpu require) but there is no device: {gpu.detail}"
+    elif gpu.mode == "require" and any(f.evidence.accepted_by and f.evidence.gpu.status
+                                       == "not measured" for f in flips_):
+        missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
+    verdict, code = decide(blocks, missing)
+    notes = _notes(setup, v, contract) + ([missing] if missing else [])
+    kinds = defaultdict(int)
+    for f in flips_:
+        for item in f.items:
+            kinds[item.kind] += 1
+    head = {"eligible": "✅ Eligible for merge", "blocked": "❌ Blocked",
+            "evidence-unavailable": "⚠️ Required evidence unavailable"}[verdict]
+    counts = ", ".join(plural(kinds[k], *words) for k, words in (
+        ("new_catch", ("new catch", "new catches")),
+        ("new_false_positive", ("new false positive", "new false positives")),
+        ("lost_catch", ("lost catch", "lost catches")),
+        ("changed_diagnostic", ("changed diagnostic", "changed diagnostics"))))
+    summary = f"{head}: {counts}" + (f"; {plural(len(blocks), 'blocker', 'blockers')}"
+                                     if blocks else "")
+    valid = sum(1 for c in setup.cases if c.labels.clean)
+    corpus_digest = digest_json({"cases": [(c.rel, c.sha256) for c in setup.cases],
+                                 "workloads": tree_digest(setup.workloads, ("*.py",))
+                                 if setup.workloads.is_dir() else ""})
+    shard = f"{options.shard[0]}/{options.shard[1]}" if options.shard else None
+    return ProposalResult(
+        verdict=verdict, exit_code=code, summary=summary, mode=setup.mode,  # type: ignore
+        options={"base": options.base, "gpu": options.gpu, "time_limit_s":
+                 options.time_limit_s, "memory_limit_mb": options.memory_limit_mb,
+                 "shard": shard, "corpus": setup.corpus_dirs},
+        proposed=setup.proposed, plugin_changes=plugin, contract_changes=contract,
+        corpus=CorpusSummary(dirs=setup.corpus_dirs, valid=valid,
+                             invalid=len(setup.cases) - valid, external=setup.external,
+                             unlabelled=setup.unlabelled, shard=shard,
+                             total_before_shard=setup.total),
+        rules=rows, flips=flips_, failures=sorted(v.failures, key=lambda f: (
+            f.side, f.rule or "", f.file or "", f.kind)),
+        motivating=motivating, blockers=blocks, notes=notes,
+        provenance=Provenance(
+            base_ref=setup.base.ref, base_how=setup.base.how,
+            base_commit=setup.base.commit.hexsha, head_commit=setup.head,
+            working_tree_dirty=setup.dirty, engine_version=(v.info["base"] or {}).get(
+                "engine_version", ""), engine_digest=engine_digest(),
+            verifier_before=(v.info["base"] or {}).get("digest", ""),
+            verifier_after=(v.info["candidate"] or {}).get("digest"),
+            corpus_digest=corpus_digest, machine=machine(), gpu=gpu),
+        timing=Timing(cost=cost_, run=run))

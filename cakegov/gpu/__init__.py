@@ -1,0 +1,1 @@
+"""Compile emitted kernels (NVRTC or nvcc) and, where a GPU exists, run them."""

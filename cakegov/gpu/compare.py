@@ -1,0 +1,172 @@
+"""Compare a kernel's outputs with the workload's float64 reference.
+
+Floating outputs: the largest absolute error relative to the largest reference magnitude
+(`max|out - ref| / max|ref|`) must stay within the workload's bound for the output dtype.
+The bound is relative, so a constant or zero output cannot satisfy it the way it can
+satisfy an absolute tolerance; a constant output is also refused explicitly when the
+reference is not constant, and any NaN or infinity (poison the kernel never overwrote)
+fails outright. Integer outputs are exact, except that a workload with a `tie_gap` and a
+distance function below (k-means labels) accepts a different label whose distance is
+within `tie_gap` (relative) of the reference label's: f32 arithmetic may legitimately
+order near-ties differently from the float64 reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cakegov.corpus.workloads import Workload
+from cakegov.gpu.data import FLOAT_ENCODINGS, decode
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict on one output tensor."""
+
+    tensor: str
+    dtype: str
+    passed: bool
+    max_error: float
+    tolerance: float
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def kmeans_distances(values: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Squared distances [N, K] from every point to every centroid, in float64."""
+    x = np.asarray(values["X"], dtype=np.float64)
+    c = np.asarray(values["C"], dtype=np.float64)
+    return (x * x).sum(1)[:, None] - 2.0 * (x @ c.T) + (c * c).sum(1)[None, :]
+
+
+# Workloads whose integer outputs are argmins of a distance: the distance, for the
+# tie-aware comparison. Keyed by workload name; the function reads the exact inputs.
+TIE_DISTANCES: dict[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]] = {
+    "kmeans_assign": kmeans_distances,
+}
+
+
+def compare_float(tensor: str, dtype: str, raw: np.ndarray, reference: np.ndarray,
+                  tolerance: float) -> Comparison:
+    """Relative max-error comparison of one floating output."""
+    out = np.asarray(decode(dtype, raw), dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+
+    def fail(reason: str, error: float = float("inf"), **details: Any) -> Comparison:
+        return Comparison(tensor, dtype, False, error, tolerance, reason, details)
+
+    if out.shape != ref.shape:
+        return fail(f"shape {out.shape} differs from the reference's {ref.shape}")
+    bad = ~np.isfinite(out)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        return fail(f"{int(bad.sum())} of {out.size} elements are NaN or infinite (first at "
+                    f"{first}): the kernel left poison or produced non-finite values",
+                    non_finite=int(bad.sum()), first_non_finite=list(first))
+    scale = float(np.abs(ref).max()) if ref.size else 0.0
+    diff = np.abs(out - ref)
+    error = float(diff.max() / scale) if scale > 0 else float(diff.max())
+    worst = tuple(int(i) for i in np.unravel_index(int(diff.argmax()), diff.shape))
+    details = {"scale": scale, "worst_index": list(worst),
+               "worst_value": float(out[worst]), "worst_reference": float(ref[worst])}
+    if ref.size > 1 and ref.max() > ref.min() and out.max() == out.min():
+        return fail(f"output is constant ({float(out.flat[0]):.6g}) but the reference is not",
+                    error, **details)
+    if error > tolerance:
+        return fail(f"max relative error {error:.3e} at {worst} exceeds {tolerance:.1e} "
+                    f"(got {float(out[worst]):.6g}, expected {float(ref[worst]):.6g})", error,
+                    **details)
+    return Comparison(tensor, dtype, True, error, tolerance,
+                      f"max relative error {error:.3e} <= {tolerance:.1e}", details)
+
+
+def compare_labels(tensor: str, raw: np.ndarray, reference: np.ndarray, distances: np.ndarray,
+                   tie_gap: float, tolerance: float = 0.0) -> Comparison:
+    """Exact label comparison that accepts near-ties: a label other than the reference's
+    passes when its distance exceeds the reference label's by at most `tie_gap` relative.
+
+    `max_error` is the fraction of rows with a wrong (non-tie) label; the output passes when
+    it is at most `tolerance` (0: every label right or a tie)."""
+    out = np.asarray(raw)
+    ref = np.asarray(reference)
+    dtype = "i32"
+
+    def fail(reason: str, error: float = 1.0, **details: Any) -> Comparison:
+        return Comparison(tensor, dtype, False, error, tolerance, reason, details)
+
+    if out.shape != ref.shape:
+        return fail(f"shape {out.shape} differs from the reference's {ref.shape}")
+    rows, k = distances.shape
+    invalid = (out < 0) | (out >= k)
+    if invalid.any():
+        first = int(np.argwhere(invalid)[0][0])
+        return fail(f"{int(invalid.sum())} of {rows} labels are outside [0, {k}) (first row "
+                    f"{first} holds {int(out[first])}): the kernel left poison or wrote "
+                    "garbage", invalid=int(invalid.sum()), first_invalid=first)
+    idx = np.arange(rows)
+    mismatch = out != ref
+    d_ref = distances[idx, ref]
+    d_out = distances[idx, out]
+    gap = (d_out - d_ref) / np.maximum(np.abs(d_ref), np.finfo(np.float64).tiny)
+    tie = mismatch & (gap <= tie_gap)
+    wrong = mismatch & ~tie
+    error = float(wrong.sum()) / rows if rows else 0.0
+    details = {"mismatches": int(mismatch.sum()), "ties_accepted": int(tie.sum()),
+               "wrong": int(wrong.sum()), "tie_gap": tie_gap,
+               "first_wrong_rows": [int(i) for i in np.flatnonzero(wrong)[:5]]}
+    if error > tolerance:
+        first = int(np.flatnonzero(wrong)[0])
+        return fail(f"{int(wrong.sum())} of {rows} labels are wrong (first row {first}: got "
+                    f"{int(out[first])}, expected {int(ref[first])}, distance gap "
+                    f"{gap[first]:.3e} > tie gap {tie_gap:.1e})", error, **details)
+    return Comparison(tensor, dtype, True, error, tolerance,
+                      f"all {rows} labels right ({int(tie.sum())} near-ties accepted)", details)
+
+
+def compare_exact(tensor: str, dtype: str, raw: np.ndarray, reference: np.ndarray
+                  ) -> Comparison:
+    out = np.asarray(raw)
+    ref = np.asarray(reference)
+    if out.shape != ref.shape:
+        return Comparison(tensor, dtype, False, 1.0, 0.0,
+                          f"shape {out.shape} differs from the reference's {ref.shape}")
+    wrong = out != ref.astype(out.dtype)
+    error = float(wrong.sum()) / out.size if out.size else 0.0
+    if wrong.any():
+        first = tuple(int(i) for i in np.argwhere(wrong)[0])
+        return Comparison(tensor, dtype, False, error, 0.0,
+                          f"{int(wrong.sum())} of {out.size} elements differ (first at "
+                          f"{first}: got {out[first].item()!r}, expected {ref[first].item()!r})")
+    return Comparison(tensor, dtype, True, 0.0, 0.0, "exact match")
+
+
+def compare_outputs(workload: Workload, outputs: Mapping[str, np.ndarray],
+                    reference: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray]
+                    ) -> list[Comparison]:
+    """Compare every output of `workload`; `values` are the exact inputs (for tie checks)."""
+    results = []
+    for name in workload.outputs:
+        dtype = workload.tensors[name][0]
+        if name not in outputs:
+            results.append(Comparison(name, dtype, False, float("inf"), 0.0,
+                                      "output was not returned by the device"))
+            continue
+        raw, ref = outputs[name], reference[name]
+        if dtype in FLOAT_ENCODINGS:
+            if dtype not in workload.tolerance:
+                raise KeyError(f"workload {workload.name} has no TOLERANCE for {dtype}")
+            results.append(compare_float(name, dtype, raw, ref, workload.tolerance[dtype]))
+        elif "tie_gap" in workload.tolerance and workload.name in TIE_DISTANCES:
+            dist = TIE_DISTANCES[workload.name](values)
+            results.append(compare_labels(name, raw, ref, dist,
+                                          float(workload.tolerance["tie_gap"]),
+                                          float(workload.tolerance.get(dtype, 0.0))))
+        else:
+            results.append(compare_exact(name, dtype, raw, ref))
+    return results

@@ -1,0 +1,409 @@
+"""The lowering pass: `Schedule` -> `LoweredKernel`.
+
+Pipeline operations become raw barrier operations with derived stage indices and phase
+parities: for iteration `k` of a ring with `S` stages the stage is `k % S`, the consumer
+waits on the full barrier with parity `(k // S) % 2` and the producer waits on the empty
+barrier with the opposite parity `(k // S + 1) % 2` (its first pass finds every stage
+free). A producer whose bulk loads complete on `ring.full(k)` arms the full barrier with
+the bytes of those loads in `acquire` (transaction mode); otherwise `commit` arrives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from cakegov.ir.canonical import schedule_sha256
+from cakegov.ir.dtypes import dtype_bytes
+from cakegov.ir.expr import BinOp, Compare, Const, Expr, Size, StageOf
+from cakegov.ir.nodes import (
+    BarrierRef,
+    Call,
+    CoordValue,
+    ExprValue,
+    For,
+    FragmentDecl,
+    MBarrierDecl,
+    NamedBarrierDecl,
+    PipelineDecl,
+    RoleDecl,
+    Schedule,
+    SmemDecl,
+    SmemRef,
+    Stmt,
+)
+from cakegov.ir.parse import walk_statements
+from cakegov.lower.fragments import fragment_layouts
+from cakegov.lower.kernel import (
+    LArrive,
+    LBarrier,
+    LBuffer,
+    LCompute,
+    LCopy,
+    LFence,
+    LFor,
+    LFragment,
+    LGroupWait,
+    LInit,
+    LNamedBarrier,
+    LNamedSync,
+    LOp,
+    LoweredKernel,
+    LoweringError,
+    LParam,
+    LRole,
+    LWait,
+)
+from cakegov.lower.layout import smem_layout
+from cakegov.lower.registers import REGISTERS_PER_SM, REGISTERS_PER_THREAD, launch_registers
+from cakegov.plugin import Effects
+
+__all__ = ["LoweringError", "lower"]
+
+
+def stage_expr(iteration: Expr, stages: int) -> Expr:
+    return BinOp(op="%", lhs=iteration, rhs=Const(value=stages))
+
+
+def consumer_parity(iteration: Expr, stages: int) -> Expr:
+    """Parity of the full-barrier phase that iteration `k` consumes: (k // S) % 2."""
+    return BinOp(op="%", lhs=BinOp(op="//", lhs=iteration, rhs=Const(value=stages)),
+                 rhs=Const(value=2))
+
+
+def producer_parity(iteration: Expr, stages: int) -> Expr:
+    """Parity the producer waits for on the empty barrier: (k // S + 1) % 2."""
+    return BinOp(op="%", lhs=BinOp(op="+", lhs=BinOp(op="//", lhs=iteration,
+                 rhs=Const(value=stages)), rhs=Const(value=1)), rhs=Const(value=2))
+
+
+def resolve_stages(expr: Expr, stages: Mapping[str, int]) -> Expr:
+    """Replace `ring.stage(k)` by `k % S`."""
+    if isinstance(expr, StageOf):
+        return stage_expr(resolve_stages(expr.iter, stages), stages[expr.pipeline])
+    if isinstance(expr, BinOp | Compare):
+        return expr.model_copy(update={"lhs": resolve_stages(expr.lhs, stages),
+                                       "rhs": resolve_stages(expr.rhs, stages)})
+    return expr
+
+
+def _resolve_value(value: Any, stages: Mapping[str, int]) -> Any:
+    if isinstance(value, SmemRef) and value.stage is not None:
+        return value.model_copy(update={"stage": resolve_stages(value.stage, stages)})
+    if isinstance(value, ExprValue):
+        return value.model_copy(update={"expr": resolve_stages(value.expr, stages)})
+    if isinstance(value, CoordValue):
+        return value.model_copy(update={"items": tuple(resolve_stages(e, stages)
+                                                        for e in value.items)})
+    if isinstance(value, BarrierRef) and value.index is not None:
+        return value.model_copy(update={"index": resolve_stages(value.index, stages)})
+    return value
+
+
+class _Lowerer:
+    def __init__(self, schedule: Schedule, effects: Callable[[Call], Effects],
+                 tensors: Mapping[str, tuple[str, tuple[str, ...]]] | None = None):
+        self.schedule = schedule
+        self.effects = effects
+        self.tensors = dict(tensors or {})
+        self.decls = {d.name: d for d in schedule.resources}
+        self.pipelines = {d.name: d for d in schedule.resources if isinstance(d, PipelineDecl)}
+        self.stages = {name: p.stages for name, p in self.pipelines.items()}
+        self.roles = {r.name: r for r in schedule.roles}
+        self.tx_bytes = self._pipeline_tx_bytes()
+
+    def _pipeline_tx_bytes(self) -> dict[str, int]:
+        """Bytes each pipeline's producer loads per iteration into its full barrier: one
+        stage of every buffer loaded with `ring.full(k)` (counted once per buffer, so a
+        producer loop peeled into a prologue and a main loop arms the same bytes)."""
+        out: dict[str, int] = {}
+        seen: set[tuple[str, str]] = set()
+        for role in self.schedule.roles:
+            for stmt, _ in walk_statements(role.body):
+                if not (isinstance(stmt, Call) and stmt.primitive == "load"):
+                    continue
+                bar = stmt.args.get("barrier")
+                dst = stmt.args.get("dst")
+                if isinstance(bar, BarrierRef) and bar.pipeline_side == "full" and \
+                        isinstance(dst, SmemRef):
+                    decl = self.decls.get(dst.name)
+                    if isinstance(decl, SmemDecl) and (bar.name, dst.name) not in seen:
+                        seen.add((bar.name, dst.name))
+                        out[bar.name] = out.get(bar.name, 0) + decl.stage_bytes
+        return out
+
+    def barrier_name(self, ref: BarrierRef) -> str:
+        return f"{ref.name}.{ref.pipeline_side}" if ref.pipeline_side else ref.name
+
+    def barrier_index(self, ref: BarrierRef) -> Expr:
+        if ref.pipeline_side is not None:
+            return stage_expr(resolve_stages(ref.index or Const(value=0), self.stages),
+                              self.stages[ref.name])
+        return resolve_stages(ref.index, self.stages) if ref.index is not None \
+            else Const(value=0)
+
+    def size(self, name: str) -> Expr:
+        """A workload size: the constant when the schedule fixes it (`sizes=`)."""
+        if name in self.schedule.sizes:
+            return Const(value=self.schedule.sizes[name])
+        return Size(name=name)
+
+    def copy_view(self, tensor: str, at: tuple[Expr, ...], path: str
+                  ) -> dict[str, Expr]:
+        """The source of a bulk copy as a row-major 2-D tensor (rank 1: `1 x n`) and the
+        tile origin in it."""
+        dims = self.tensors[tensor][1] if tensor in self.tensors else ()
+        if len(dims) == 1 and len(at) == 1:
+            return {"src_rows": Const(value=1), "src_cols": self.size(dims[0]),
+                    "row0": Const(value=0), "col0": at[0]}
+        if len(dims) == 2 and len(at) == 2:
+            return {"src_rows": self.size(dims[0]), "src_cols": self.size(dims[1]),
+                    "row0": at[0], "col0": at[1]}
+        raise LoweringError(f"{path}: bulk loads read 1-D or 2-D tensors with one coordinate "
+                            f"per dimension (`{tensor}` has {len(dims)}, `at` {len(at)})")
+
+    def arrivals(self, role: RoleDecl, per: str) -> int:
+        warps = role.warp_stop - role.warp_start
+        return {"role": 1, "warp": warps, "thread": warps * 32}[per]
+
+    # ---- statements ------------------------------------------------------------------
+
+    def body(self, stmts: tuple[Stmt, ...], role: RoleDecl) -> tuple[LOp, ...]:
+        out: list[LOp] = []
+        for stmt in stmts:
+            if isinstance(stmt, For):
+                out.append(LFor(path=stmt.path, span=stmt.span, var=stmt.var,
+                                start=stmt.start, stop=stmt.stop, step=stmt.step,
+                                body=self.body(stmt.body, role)))
+            else:
+                out.extend(self.call(stmt, role))
+        return tuple(out)
+
+    def call(self, call: Call, role: RoleDecl) -> list[LOp]:
+        p, a = call.primitive, call.args
+        base = {"path": call.path, "span": call.span}
+        if p.startswith("pipeline_"):
+            return self.pipeline_op(call, role)
+        if p == "load":
+            dst, bar = a["dst"], a["barrier"]
+            decl = self.decls[dst.name]
+            assert isinstance(decl, SmemDecl)
+            at = tuple(resolve_stages(e, self.stages) for e in a["at"].items)
+            return [LCopy(
+                **base, buffer=dst.name,
+                stage=resolve_stages(dst.stage, self.stages) if dst.stage is not None
+                else Const(value=0),
+                tensor=a["src"].name,
+                at=at,
+                bytes=decl.stage_bytes, rows=decl.stage_bytes // decl.row_bytes,
+                row_bytes=decl.row_bytes, barrier=self.barrier_name(bar),
+                barrier_index=self.barrier_index(bar),
+                pad=bool(getattr(a.get("pad"), "value", False)),
+                elem_bytes=dtype_bytes(decl.dtype),
+                **self.copy_view(a["src"].name, at, call.path),
+            )]
+        if p in ("mbarrier_arrive", "mbarrier_expect_tx"):
+            bar = a["bar"]
+            per = a["per"].value if "per" in a else ("warp" if p == "mbarrier_arrive"
+                                                      else "role")
+            n = self.arrivals(role, per)
+            tx = 0
+            if p == "mbarrier_expect_tx":
+                value = a["bytes"]
+                if not (isinstance(value, ExprValue) and isinstance(value.expr, Const)):
+                    raise LoweringError(f"{call.path}: expect_tx bytes must be static")
+                tx = value.expr.value * n
+            return [LArrive(**base, barrier=self.barrier_name(bar),
+                            index=self.barrier_index(bar), arrivals=n, tx_bytes=tx,
+                            per=per, source=p)]
+        if p == "mbarrier_wait":
+            bar = a["bar"]
+            return [LWait(**base, barrier=self.barrier_name(bar),
+                          index=self.barrier_index(bar),
+                          parity=resolve_stages(a["parity"].expr, self.stages), source=p)]
+        if p in ("named_barrier_sync", "named_barrier_arrive"):
+            decl = self.decls[a["bar"].name]
+            assert isinstance(decl, NamedBarrierDecl)
+            return [LNamedSync(**base, barrier=decl.name, id=decl.id, threads=decl.threads,
+                               wait=p == "named_barrier_sync")]
+        if p == "mbarrier_init":
+            bar = a["bar"]
+            decl = self.decls[bar.name]
+            assert isinstance(decl, MBarrierDecl)
+            return [LInit(**base, barrier=bar.name, index=self.barrier_index(bar),
+                          count=decl.count, source=p)]
+        if p == "fence_barrier_init":
+            return [LFence(**base, scope="mbarrier_init")]
+        if p == "sync_cta":  # bar.sync 0: every thread of the CTA
+            assert self.schedule.launch is not None
+            return [LNamedSync(**base, barrier="cta", id=0,
+                               threads=self.schedule.launch.warps * 32, wait=True)]
+        group_waits = [b for b in self.effects(call).barriers if b.op == "wait_group"]
+        if group_waits:
+            pending = a["pending"]
+            if not (isinstance(pending, ExprValue) and isinstance(pending.expr, Const)
+                    and pending.expr.value >= 0):
+                raise LoweringError(f"{call.path}: `pending` must be a static count >= 0")
+            return [LGroupWait(**base, group=group_waits[0].barrier, pending=pending.expr.value,
+                               source=p)]
+        if p == "fence_proxy":
+            return [LFence(**base, scope="proxy_async")]
+        if p == "syncwarp":
+            return [LFence(**base, scope="warp")]
+        eff = self.effects(call)
+        args = {k: _resolve_value(v, self.stages) for k, v in a.items()}
+        reads = tuple(x.model_copy(update={"stage": resolve_stages(x.stage, self.stages)})
+                      if x.stage is not None else x for x in eff.reads)
+        writes = tuple(x.model_copy(update={"stage": resolve_stages(x.stage, self.stages)})
+                       if x.stage is not None else x for x in eff.writes)
+        group = next((b.barrier for b in eff.barriers if b.op == "commit_group"), None)
+        return [LCompute(**base, primitive=p, args=args, reads=reads, writes=writes,
+                         flops=eff.flops, global_bytes=eff.global_bytes, group=group)]
+
+    def pipeline_op(self, call: Call, role: RoleDecl) -> list[LOp]:
+        ring = self.pipelines[call.args["ring"].name]
+        k = resolve_stages(call.args["iter"].expr, self.stages)
+        s = ring.stages
+        base = {"path": call.path, "span": call.span}
+        stage = stage_expr(k, s)
+        full, empty = f"{ring.name}.full", f"{ring.name}.empty"
+        if call.primitive == "pipeline_acquire":
+            ops: list[LOp] = [LWait(**base, barrier=empty, index=stage,
+                                    parity=producer_parity(k, s), source=call.primitive)]
+            if ring.name in self.tx_bytes:
+                ops.append(LArrive(**base, barrier=full, index=stage, arrivals=1,
+                                   tx_bytes=self.tx_bytes[ring.name], per="role",
+                                   source=call.primitive))
+            return ops
+        if call.primitive == "pipeline_commit":
+            return [LArrive(**base, barrier=full, index=stage, arrivals=1, per="role",
+                            source=call.primitive)]
+        if call.primitive == "pipeline_wait":
+            return [LWait(**base, barrier=full, index=stage, parity=consumer_parity(k, s),
+                          source=call.primitive)]
+        if call.primitive == "pipeline_release":
+            return [LArrive(**base, barrier=empty, index=stage,
+                            arrivals=self.arrivals(role, "warp"), per="warp",
+                            source=call.primitive)]
+        raise LoweringError(f"unknown pipeline operation {call.primitive}")
+
+    # ---- whole kernel ----------------------------------------------------------------
+
+    def barriers(self, offsets: Mapping[str, int]) -> tuple[LBarrier, ...]:
+        out: list[LBarrier] = []
+        for decl in self.schedule.resources:
+            if isinstance(decl, MBarrierDecl):
+                out.append(LBarrier(name=decl.name, origin="raw", stages=decl.stages,
+                                    count=decl.count, offset=offsets[decl.name],
+                                    init=decl.init))
+            elif isinstance(decl, PipelineDecl):
+                consumer = self.roles.get(decl.consumer)
+                consumer_warps = (consumer.warp_stop - consumer.warp_start) if consumer else 1
+                out.append(LBarrier(
+                    name=f"{decl.name}.full", origin="pipeline_full", pipeline=decl.name,
+                    stages=decl.stages, count=decl.full_count or 1,
+                    offset=offsets[f"{decl.name}.full"],
+                    tx_bytes=self.tx_bytes.get(decl.name),
+                ))
+                out.append(LBarrier(
+                    name=f"{decl.name}.empty", origin="pipeline_empty", pipeline=decl.name,
+                    stages=decl.stages, count=decl.empty_count or consumer_warps,
+                    offset=offsets[f"{decl.name}.empty"],
+                ))
+        return tuple(out)
+
+
+def lower(schedule: Schedule, effects: Callable[[Call], Effects],
+          tensors: Mapping[str, tuple[str, tuple[str, ...]]],
+          limits: Mapping[str, Any] | None = None, *,
+          outputs: Sequence[str] | None = None,
+          size_names: Sequence[str] | None = None) -> LoweredKernel:
+    """Lower a checked schedule. `effects` gives each call's primitive effects; `tensors`
+    the workload's tensors (in its TENSORS order); `limits` the target's limits (register
+    pool). With the workload's `outputs` and `size_names` (SIZES order) the kernel also
+    records its ABI (`params`), which the CUDA emitter needs."""
+    if schedule.launch is None:
+        raise LoweringError("schedule has no lm.launch")
+    try:
+        return _lower(schedule, effects, tensors, limits, outputs, size_names)
+    except (KeyError, AssertionError) as exc:  # a construct the checker should reject
+        raise LoweringError(f"cannot lower: {type(exc).__name__} {exc}") from exc
+
+
+def kernel_params(lw: _Lowerer, tensors: Mapping[str, tuple[str, tuple[str, ...]]],
+                  outputs: Sequence[str] | None, size_names: Sequence[str] | None
+                  ) -> tuple[LParam, ...]:
+    """The kernel ABI: one pointer per tensor, then one int per size (docs/lowering.md)."""
+    if outputs is None or size_names is None:
+        return ()
+    params = []
+    for name, (dtype, dims) in tensors.items():
+        if len(dims) == 1:
+            view = (lw.size(dims[0]), Const(value=1))
+        elif len(dims) == 2:
+            view = (lw.size(dims[0]), lw.size(dims[1]))
+        else:
+            raise LoweringError(f"tensor `{name}` has rank {len(dims)}; the emitter supports "
+                                "rank 1 and 2")
+        params.append(LParam(name=name, kind="tensor", dtype=dtype, dims=tuple(dims),
+                             output=name in outputs, rows=view[0], cols=view[1]))
+    params += [LParam(name=n, kind="size") for n in size_names]
+    return tuple(params)
+
+
+def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
+           tensors: Mapping[str, tuple[str, tuple[str, ...]]],
+           limits: Mapping[str, Any] | None, outputs: Sequence[str] | None = None,
+           size_names: Sequence[str] | None = None) -> LoweredKernel:
+    assert schedule.launch is not None
+    limits = limits or {}
+    lw = _Lowerer(schedule, effects, tensors)
+    layouts = fragment_layouts(schedule)
+    layout = smem_layout(schedule)
+    offsets = {b.name: b.offset for b in layout.barriers}
+    threads = schedule.launch.warps * 32
+    entry = launch_registers(threads, int(limits.get("registers_per_sm", REGISTERS_PER_SM)),
+                             int(limits.get("registers_per_thread", REGISTERS_PER_THREAD)))
+    roles = []
+    for role in schedule.roles:
+        op = None
+        if role.regs is not None and role.regs != entry:
+            op = "inc" if role.regs > entry else "dec"
+        roles.append(LRole(name=role.name, warp_start=role.warp_start,
+                           warp_stop=role.warp_stop, regs=role.regs, setmaxnreg=op,
+                           body=lw.body(role.body, role)))
+    buffers = []
+    for decl in schedule.resources:
+        if isinstance(decl, SmemDecl):
+            slot = layout.buffer(decl.name)
+            assert slot is not None
+            buffers.append(LBuffer(name=decl.name, dtype=decl.dtype, shape=decl.shape,
+                                   stages=decl.stages, offset=slot.offset,
+                                   stage_bytes=decl.stage_bytes, align=slot.align,
+                                   swizzle=decl.swizzle))
+    return LoweredKernel(
+        name=schedule.name,
+        schedule_sha256=schedule_sha256(schedule),
+        target=schedule.target,
+        workload=schedule.workload,
+        sizes=dict(schedule.sizes),
+        divisible=dict(schedule.divisible),
+        grid=schedule.launch.grid,
+        warps=schedule.launch.warps,
+        threads=threads,
+        cluster=schedule.launch.cluster,
+        launch_regs=entry,
+        smem_bytes=layout.total_bytes,
+        smem_base_align=max([b.align for b in layout.buffers], default=16),
+        buffers=tuple(buffers),
+        fragments=tuple(LFragment(name=d.name, dtype=d.dtype, shape=d.shape, role=d.role,
+                                  layout=layouts.get(d.name))
+                        for d in schedule.resources if isinstance(d, FragmentDecl)),
+        barriers=lw.barriers(offsets),
+        named_barriers=tuple(LNamedBarrier(name=d.name, id=d.id, threads=d.threads)
+                             for d in schedule.resources if isinstance(d, NamedBarrierDecl)),
+        roles=tuple(roles),
+        tensors=dict(tensors),
+        params=kernel_params(lw, tensors, outputs, size_names),
+        zero_offset=layout.zero_offset,
+        zero_bytes=layout.zero_bytes,
+    )

@@ -1,0 +1,332 @@
+"""`LoweredKernel`: the schedule with every mechanical detail derived, as executable data.
+
+Shared-memory offsets, barrier addresses and arrival counts, pipeline stage indices and
+phase parities (as index expressions over the loop variables), warp ranges, register
+budgets and per-primitive operands live here exactly once. The CUDA emitter prints it,
+the CPU simulator interprets it and the protocol analysis reasons about it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cakegov.ir.expr import BinOp, Const, Expr
+from cakegov.ir.nodes import Span, Value
+from cakegov.lower.layout import MBARRIER_BYTES
+from cakegov.plugin import Access
+
+NAMED_BARRIER_IDS = 16  # hardware named barriers per CTA (PTX ISA, bar)
+
+
+class LoweringError(Exception):
+    """The schedule cannot be lowered (it should have been rejected by the checker)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _affine(offset: int, index: Expr, stride: int) -> Expr:
+    """`offset + index * stride` as an expression (folded when `index` is constant)."""
+    if isinstance(index, Const):
+        return Const(value=offset + index.value * stride)
+    return BinOp(op="+", lhs=Const(value=offset),
+                 rhs=BinOp(op="*", lhs=index, rhs=Const(value=stride)))
+
+
+class LBuffer(_Model):
+    """One shared-memory view: `stages` copies of `stage_bytes` at `offset`.
+
+    Bulk copies land rows unpermuted: `swizzle` only raises the alignment (a tensor-map
+    (TMA) lowering would apply the pattern; docs/lowering.md)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    stages: int
+    offset: int
+    stage_bytes: int
+    align: int
+    swizzle: str
+
+    def stage_offset(self, stage: Expr) -> Expr:
+        """Byte offset of stage `stage` from the aligned shared-memory base."""
+        return _affine(self.offset, stage, self.stage_bytes)
+
+
+class LBarrier(_Model):
+    """An array of `stages` mbarriers at `offset` (8 bytes apart), each initialised with
+    `count` arrivals. Pipeline barriers record their ring and side; a full barrier in
+    transaction mode also records the bytes its producer arms per phase."""
+
+    name: str
+    origin: Literal["raw", "pipeline_full", "pipeline_empty"]
+    pipeline: str | None = None
+    stages: int
+    count: int
+    offset: int
+    tx_bytes: int | None = None
+    # "auto": initialised in the kernel prologue; "manual": by LInit ops in role bodies.
+    init: Literal["auto", "manual"] = "auto"
+
+    def slot_offset(self, index: Expr) -> Expr:
+        """Byte offset of mbarrier `index` of this array from the shared-memory base."""
+        return _affine(self.offset, index, MBARRIER_BYTES)
+
+
+class LNamedBarrier(_Model):
+    name: str
+    id: int
+    threads: int
+
+
+class LFragLayout(_Model):
+    """How a fragment's elements are spread over the threads of its role.
+
+    Every fragment is seen as a 2-D tile `rows x cols` (a 1-D fragment of n elements is
+    `n x 1`). `flat`: element `e = r * cols + c` is held by role thread `e % threads` in
+    slot `e // threads`. `rows`: row `r` is held whole by role thread `r % threads`, in
+    slots `(r // threads) * cols + c` (reductions along a row stay in one thread).
+    `mma`: the accumulator layout of `mma.sync.m16n8k16`: the role's warps form a
+    `warps_m x warps_n` grid, warp `w` owns the `rows / warps_m x cols / warps_n` block at
+    `(w // warps_n, w % warps_n)`, split into `tiles_m x tiles_n` tiles of 16 x 8; lane
+    `l` holds rows `l // 4` and `l // 4 + 8`, columns `2 * (l % 4)` and `+ 1`, of each tile
+    (4 slots per tile, PTX ISA "Matrix fragments for mma.m16n8k16")."""
+
+    kind: Literal["flat", "rows", "mma"]
+    rows: int
+    cols: int
+    threads: int
+    slots: int  # elements (registers of the element type) per thread
+    warps_m: int = 1
+    warps_n: int = 1
+    tiles_m: int = 0
+    tiles_n: int = 0
+
+
+class LFragment(_Model):
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    role: str
+    layout: LFragLayout | None = None  # None only when the owning role does not exist
+
+
+class _Op(_Model):
+    path: str  # IR path of the statement this op comes from
+    span: Span
+
+
+class LCopy(_Op):
+    """A bulk copy global -> shared of `rows` rows of `row_bytes`, issued by the first
+    warp of the role; completes asynchronously by delivering `bytes` to
+    `barrier[barrier_index]`.
+
+    The source is seen as a row-major 2-D tensor of `src_rows x src_cols` elements (a 1-D
+    tensor of n elements is `1 x n`), and tile row `r` comes from tensor row `row0 + r`,
+    columns `col0 ..`. With `pad`, the part of a row outside the tensor is copied from the
+    kernel's zero row instead, so the barrier still receives exactly `bytes`."""
+
+    kind: Literal["copy"] = "copy"
+    buffer: str
+    stage: Expr
+    tensor: str
+    at: tuple[Expr, ...]
+    bytes: int
+    rows: int
+    row_bytes: int
+    barrier: str
+    barrier_index: Expr
+    pad: bool
+    elem_bytes: int = 0
+    src_rows: Expr = Const(value=1)
+    src_cols: Expr = Const(value=1)
+    row0: Expr = Const(value=0)
+    col0: Expr = Const(value=0)
+
+    @property
+    def row_elems(self) -> int:
+        return self.row_bytes // self.elem_bytes if self.elem_bytes else 0
+
+
+class LArrive(_Op):
+    """`arrivals` arrivals on `barrier[index]`; `tx_bytes` > 0 first adds that many
+    transaction bytes (arrive.expect_tx)."""
+
+    kind: Literal["arrive"] = "arrive"
+    barrier: str
+    index: Expr
+    arrivals: int
+    tx_bytes: int = 0
+    per: Literal["thread", "warp", "role"]
+    source: str  # primitive that produced it (e.g. pipeline_release)
+
+    @property
+    def tx_each(self) -> int:
+        """Transaction bytes each of the `arrivals` arrivers arms."""
+        return self.tx_bytes // self.arrivals if self.arrivals else 0
+
+
+class LWait(_Op):
+    """Wait until the phase of `barrier[index]` with parity `parity` has completed."""
+
+    kind: Literal["wait"] = "wait"
+    barrier: str
+    index: Expr
+    parity: Expr
+    source: str
+
+
+class LNamedSync(_Op):
+    kind: Literal["named"] = "named"
+    barrier: str
+    id: int
+    threads: int
+    wait: bool  # bar.sync (True) or bar.arrive (False)
+
+
+class LFence(_Op):
+    kind: Literal["fence"] = "fence"
+    scope: Literal["proxy_async", "warp", "mbarrier_init"]
+
+
+class LInit(_Op):
+    """`mbarrier.init` of `barrier[index]` with `count` arrivals (manual initialisation)."""
+
+    kind: Literal["init"] = "init"
+    barrier: str
+    index: Expr
+    count: int
+    source: str
+
+
+class LGroupWait(_Op):
+    """Wait until at most `pending` of the role's most recent asynchronous groups of
+    `group` are in flight (`wgmma.wait_group`, `cp.async.bulk.wait_group.read`)."""
+
+    kind: Literal["group_wait"] = "group_wait"
+    group: Literal["wgmma", "bulk"]
+    pending: int
+    source: str
+
+
+class LCompute(_Op):
+    """A compute or store primitive with its operands and effects."""
+
+    kind: Literal["compute"] = "compute"
+    primitive: str
+    args: dict[str, Value]
+    reads: tuple[Access, ...]
+    writes: tuple[Access, ...]
+    flops: int
+    global_bytes: int
+    # The asynchronous group the op commits (mma_async: wgmma, store_async: bulk): it
+    # completes at a later LGroupWait of that group, not at issue.
+    group: Literal["wgmma", "bulk"] | None = None
+
+
+class LFor(_Op):
+    kind: Literal["for"] = "for"
+    var: str
+    start: Expr
+    stop: Expr
+    step: int
+    body: tuple[LOp, ...]
+
+
+LOp = Annotated[
+    LCopy | LArrive | LWait | LNamedSync | LFence | LInit | LGroupWait | LCompute | LFor,
+    Field(discriminator="kind"),
+]
+LFor.model_rebuild()
+
+
+class LParam(_Model):
+    """One kernel parameter, in ABI order: the workload's tensors (in its TENSORS order),
+    then one `int` per workload size (in its SIZES order). `rows x cols` is the tensor's
+    2-D element view used by compute and store operands (rank 1: `n x 1`)."""
+
+    name: str
+    kind: Literal["tensor", "size"]
+    dtype: str = "i32"
+    dims: tuple[str, ...] = ()
+    output: bool = False
+    rows: Expr = Const(value=1)
+    cols: Expr = Const(value=1)
+
+
+class LRole(_Model):
+    name: str
+    warp_start: int
+    warp_stop: int
+    regs: int | None
+    setmaxnreg: Literal["inc", "dec"] | None
+    body: tuple[LOp, ...]
+
+    @property
+    def warps(self) -> int:
+        return self.warp_stop - self.warp_start
+
+    @property
+    def thread_start(self) -> int:
+        return self.warp_start * 32
+
+    @property
+    def thread_stop(self) -> int:
+        return self.warp_stop * 32
+
+
+class LoweredKernel(_Model):
+    """Everything the emitter, simulator and protocol analysis need, derived once."""
+
+    name: str
+    schedule_sha256: str
+    target: str
+    workload: str
+    sizes: dict[str, int]
+    divisible: dict[str, int]
+    grid: tuple[Expr, ...]
+    warps: int
+    threads: int
+    cluster: tuple[int, ...]
+    launch_regs: int
+    smem_bytes: int
+    smem_base_align: int
+    buffers: tuple[LBuffer, ...]
+    fragments: tuple[LFragment, ...]
+    barriers: tuple[LBarrier, ...]
+    named_barriers: tuple[LNamedBarrier, ...]
+    roles: tuple[LRole, ...]
+    tensors: dict[str, tuple[str, tuple[str, ...]]]
+    # Kernel ABI (docs/lowering.md); empty when lowered without the workload's sizes.
+    params: tuple[LParam, ...] = ()
+    # Zero row that padded loads copy from (offset from the aligned base; 0 bytes: none).
+    zero_offset: int = 0
+    zero_bytes: int = 0
+
+    def barrier(self, name: str) -> LBarrier | None:
+        return next((b for b in self.barriers if b.name == name), None)
+
+    def buffer(self, name: str) -> LBuffer | None:
+        return next((b for b in self.buffers if b.name == name), None)
+
+    def fragment(self, name: str) -> LFragment | None:
+        return next((f for f in self.fragments if f.name == name), None)
+
+    def param(self, name: str) -> LParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def role_barrier(self, role: str) -> int | None:
+        """The hardware named-barrier id reserved for synchronising the threads of one
+        multi-warp role among themselves (`bar.sync id, role threads`), or None for a
+        single-warp role (`__syncwarp()` suffices). Ids are handed out from 1 upwards to
+        the multi-warp roles in declaration order, skipping 0 (`__syncthreads`) and every
+        id the schedule's named barriers use; None also when none is left."""
+        taken = {0} | {n.id for n in self.named_barriers}
+        free = [i for i in range(1, NAMED_BARRIER_IDS) if i not in taken]
+        multi = [r.name for r in self.roles if r.warps > 1]
+        if role not in multi:
+            return None
+        index = multi.index(role)
+        return free[index] if index < len(free) else None

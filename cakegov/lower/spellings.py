@@ -1,0 +1,61 @@
+"""Target spellings: the PTX strings and C++ types the CUDA emitter prints, as data.
+
+Templates never spell an instruction themselves; they print `ptx.<key>` from the table of
+the kernel's target. A target without a table cannot be emitted (the emitter says so)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# PTX ISA 8.x spellings for Hopper with architecture-specific features.
+SM90A_PTX: dict[str, str] = {
+    "mbarrier_init": "mbarrier.init.shared::cta.b64",
+    "fence_mbarrier_init": "fence.mbarrier_init.release.cluster",
+    "mbarrier_arrive": "mbarrier.arrive.shared::cta.b64",
+    "mbarrier_arrive_expect_tx": "mbarrier.arrive.expect_tx.shared::cta.b64",
+    "mbarrier_try_wait_parity": "mbarrier.try_wait.parity.shared::cta.b64",
+    "bulk_copy_g2s": "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+    "bulk_copy_s2s": "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
+    "bulk_copy_s2g": "cp.async.bulk.global.shared::cta.bulk_group",
+    "bulk_commit_group": "cp.async.bulk.commit_group",
+    "bulk_wait_group_read": "cp.async.bulk.wait_group.read",
+    "fence_proxy_async": "fence.proxy.async.shared::cta",
+    "bar_sync": "bar.sync",
+    "bar_arrive": "bar.arrive",
+    "setmaxnreg_inc": "setmaxnreg.inc.sync.aligned.u32",
+    "setmaxnreg_dec": "setmaxnreg.dec.sync.aligned.u32",
+    "mma_bf16": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+    "mma_f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "cvt_f32_f16": "cvt.f32.f16",
+    "cvt_f16_f32": "cvt.rn.f16.f32",
+}
+
+PTX: dict[str, Mapping[str, str]] = {"sm_90a": SM90A_PTX}
+
+# Element types: schedule dtype -> C++ storage type in the emitted kernel. bf16 and f16
+# are 2-byte bit patterns wrapped in distinct structs (no cuda_bf16.h / cuda_fp16.h
+# needed, so NVRTC compiles without include paths); conversions are in the runtime.
+CTYPES: dict[str, str] = {
+    "f64": "double",
+    "f32": "float",
+    "tf32": "float",
+    "f16": "cg::f16",
+    "bf16": "cg::bf16",
+    "i32": "int",
+    "u32": "unsigned",
+    "i8": "signed char",
+    "u8": "unsigned char",
+}
+
+# Who executes an arrive (`LArrive.per`): the condition a role thread tests.
+ARRIVERS: dict[str, str] = {"role": "cg_rtid == 0", "warp": "cg_lane == 0", "thread": "true"}
+
+# `LFence.scope` -> the runtime call.
+FENCES: dict[str, str] = {"proxy_async": "cg::fence_proxy_async();", "warp": "__syncwarp();",
+                          "mbarrier_init": "cg::fence_mbarrier_init();"}
+
+# `LFragLayout.kind` -> the runtime fragment type (template arguments follow the kind).
+FRAGMENT_TYPES: dict[str, str] = {"flat": "cg::FragFlat", "rows": "cg::FragRows",
+                                  "mma": "cg::FragMma"}
+
+GRID_AXES = ("x", "y", "z")

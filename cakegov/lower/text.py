@@ -1,0 +1,136 @@
+"""`cakegov lower --emit lowered`: a readable, deterministic text form of a LoweredKernel.
+
+It prints every derived quantity where the emitter and the simulator read it: offsets,
+counts, transaction bytes, stage and parity expressions, warp ranges, register budgets,
+fragment layouts and the kernel ABI. Expressions use the schedule's own spelling
+(`lm.cdiv(lm.K, 64)`, `(k % 4)`). `--format json` gives the model itself."""
+
+from __future__ import annotations
+
+from cakegov.ir.expr import Const, render
+from cakegov.lower.kernel import (
+    LArrive,
+    LCompute,
+    LCopy,
+    LFence,
+    LFor,
+    LGroupWait,
+    LInit,
+    LNamedSync,
+    LOp,
+    LoweredKernel,
+    LRole,
+    LWait,
+)
+
+INDENT = "  "
+
+
+def _value(value) -> str:
+    kind = value.kind
+    if kind == "smem":
+        return value.name + (f"[{render(value.stage)}]" if value.stage is not None else "")
+    if kind in ("fragment", "tensor", "barrier", "named_barrier", "pipeline"):
+        return value.name
+    if kind == "expr":
+        return render(value.expr)
+    if kind == "coord":
+        return "(" + ", ".join(render(e) for e in value.items) + ")"
+    if kind == "str":
+        return repr(value.value)
+    return str(value.value)
+
+
+def _op(op: LOp, depth: int) -> list[str]:
+    pad = INDENT * depth
+    where = f"    # line {op.span.line}"
+    if isinstance(op, LFor):
+        step = f", step {op.step}" if op.step != 1 else ""
+        head = (f"{pad}for {op.var} in [{render(op.start)}, {render(op.stop)}){step}:"
+                f"{where}")
+        return [head] + [line for child in op.body for line in _op(child, depth + 1)]
+    if isinstance(op, LWait):
+        return [f"{pad}wait {op.barrier}[{render(op.index)}] parity {render(op.parity)}"
+                f"    # {op.source}, line {op.span.line}"]
+    if isinstance(op, LArrive):
+        tx = f", expect_tx {op.tx_each} B each ({op.tx_bytes} B)" if op.tx_bytes else ""
+        return [f"{pad}arrive {op.barrier}[{render(op.index)}] x{op.arrivals} "
+                f"(one per {op.per}){tx}    # {op.source}, line {op.span.line}"]
+    if isinstance(op, LCopy):
+        pad_s = ", zero-padded" if op.pad else ""
+        return [f"{pad}copy {op.tensor}[{render(op.row0)} + r, {render(op.col0)} ..] of "
+                f"{render(op.src_rows)} x {render(op.src_cols)} -> {op.buffer}"
+                f"[{render(op.stage)}]: {op.rows} rows x {op.row_bytes} B = {op.bytes} B "
+                f"on {op.barrier}[{render(op.barrier_index)}]{pad_s}{where}"]
+    if isinstance(op, LNamedSync):
+        verb = "bar.sync" if op.wait else "bar.arrive"
+        return [f"{pad}{verb} {op.id}, {op.threads} ({op.barrier}){where}"]
+    if isinstance(op, LFence):
+        return [f"{pad}fence {op.scope}{where}"]
+    if isinstance(op, LInit):
+        return [f"{pad}init {op.barrier}[{render(op.index)}] count {op.count}{where}"]
+    if isinstance(op, LGroupWait):
+        return [f"{pad}wait_group {op.group} pending {op.pending}{where}"]
+    if isinstance(op, LCompute):
+        args = ", ".join(f"{k}={_value(v)}" for k, v in op.args.items())
+        return [f"{pad}{op.primitive}({args}){where}"]
+    raise TypeError(f"unknown op {op!r}")
+
+
+def _role(role: LRole) -> list[str]:
+    regs = (f"setmaxnreg.{role.setmaxnreg} {role.regs}" if role.setmaxnreg
+            else "entry registers" if role.regs is None else f"{role.regs} (= entry)")
+    head = (f"role {role.name}: warps [{role.warp_start}, {role.warp_stop}) threads "
+            f"[{role.thread_start}, {role.thread_stop}), {regs}")
+    return [head] + [line for op in role.body for line in _op(op, 1)]
+
+
+def lowered_text(kernel: LoweredKernel) -> str:
+    """The text form (ends with a newline)."""
+    k = kernel
+    lines = [
+        f"kernel {k.name}    # workload {k.workload}, target {k.target}",
+        f"schedule sha256 {k.schedule_sha256}",
+        f"launch: grid ({', '.join(render(g) for g in k.grid)}), {k.threads} threads "
+        f"({k.warps} warps), cluster {tuple(k.cluster)}",
+        f"registers: {k.launch_regs} per thread at entry (__launch_bounds__({k.threads}, 1))",
+    ]
+    if k.sizes:
+        lines.append("fixed sizes: " + ", ".join(f"{n} = {v}" for n, v in k.sizes.items()))
+    if k.divisible:
+        lines.append("divisible: " + ", ".join(f"{n} % {v} == 0"
+                                                for n, v in k.divisible.items()))
+    if k.params:
+        params = [f"{p.name}: {'out ' if p.output else ''}{p.dtype}[{', '.join(p.dims)}] "
+                  f"(view {render(p.rows)} x {render(p.cols)})" if p.kind == "tensor"
+                  else f"{p.name}: int" for p in k.params]
+        lines.append("params: " + "; ".join(params))
+    lines.append(f"shared memory: {k.smem_bytes} bytes (base aligned to {k.smem_base_align})")
+    for b in k.buffers:
+        lines.append(f"{INDENT}buffer {b.name}: {b.dtype}{list(b.shape)} x {b.stages} stages "
+                     f"@ {b.offset} ({b.stage_bytes} B/stage, align {b.align}, swizzle "
+                     f"{b.swizzle})")
+    for bar in k.barriers:
+        tx = f", tx {bar.tx_bytes} B/phase" if bar.tx_bytes else ""
+        tx += ", initialised by the schedule" if bar.init == "manual" else ""
+        ring = f" of pipeline {bar.pipeline}" if bar.pipeline else ""
+        addrs = ", ".join(render(bar.slot_offset(Const(value=i))) for i in range(bar.stages))
+        lines.append(f"{INDENT}mbarrier {bar.name}[{bar.stages}] @ {addrs}: count "
+                     f"{bar.count}{tx} ({bar.origin}{ring})")
+    if k.zero_bytes:
+        lines.append(f"{INDENT}zero row @ {k.zero_offset}: {k.zero_bytes} B")
+    for n in k.named_barriers:
+        lines.append(f"named barrier {n.name}: id {n.id}, {n.threads} threads")
+    for f in k.fragments:
+        lay = f.layout
+        if lay is None:
+            desc = "no layout"
+        elif lay.kind == "mma":
+            desc = (f"mma layout, {lay.warps_m} x {lay.warps_n} warps, {lay.tiles_m} x "
+                    f"{lay.tiles_n} tiles of 16 x 8 per warp, {lay.slots} per thread")
+        else:
+            desc = f"{lay.kind} layout over {lay.threads} threads, {lay.slots} per thread"
+        lines.append(f"fragment {f.name}: {f.dtype}{list(f.shape)} in role {f.role}, {desc}")
+    for role in k.roles:
+        lines.extend(_role(role))
+    return "\n".join(lines) + "\n"

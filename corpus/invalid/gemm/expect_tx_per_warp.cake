@@ -1,0 +1,29 @@
+"""GEMM with raw mbarriers whose 4-warp loader arms the full barrier once per warp
+(`per="warp"`): every phase expects 4 x 24,576 B while the copies deliver 24,576 B, and
+gets 4 arrivals for a count of 1. The phase never completes: deadlock.
+Same as corpus/valid/gemm/raw_barriers_s2.cake except the arrive_expect_tx has
+`per="warp"` (was one thread for the role)."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_raw_arm_per_warp(lm, A, B, C):
+    BM, BN, BK, S = 64, 128, 64, 2
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=8)
+    a_s = lm.smem("bf16", (BM, BK), stages=S, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=S, swizzle="128B")
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count=4, stages=S)          # one arrive per math warp
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            empty[k % S].wait(parity=(k // S + 1) % 2)   # producer starts on parity 1
+            full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s), per="warp")  # expect: P004
+            a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
+            b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True)
+    with math:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            full[k % S].wait(parity=(k // S) % 2)
+            lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, init=(k == 0))
+            empty[k % S].arrive()
+        lm.store(C, at=(m0, n0), src=acc, mask=True)

@@ -1,0 +1,33 @@
+"""Derived from corpus/valid/gemm/wgmma_trailing_release_s4.cake with the
+`lm.mma_wait(pending=1)` of the main loop deleted: `ring.release(k - 1)` hands stage k - 1
+back to the loader while the mma_async group of iteration k - 1 may still be reading it
+through the async proxy, so the loader's next bulk load into that stage can overwrite
+operands in flight (silent wrong results). The final `lm.mma_wait(pending=0)` is still
+there, so only the releases inside the loop are early."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_wgmma_trailing_s4(lm, A, B, C):
+    BM, BN, BK, S = 64, 128, 64, 4
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=8)
+    a_s = lm.smem("bf16", (BM, BK), stages=S, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=S, swizzle="128B")
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    ring = lm.pipeline(stages=S, buffers=[a_s, b_s], producer=loader, consumer=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    KT = lm.cdiv(lm.K, BK)
+    with loader:
+        for k in lm.range(0, KT):
+            ring.acquire(k)
+            a_s[ring.stage(k)].load(A, at=(m0, k * BK), barrier=ring.full(k), pad=True)
+            b_s[ring.stage(k)].load(B, at=(n0, k * BK), barrier=ring.full(k), pad=True)
+    with math:
+        ring.wait(0)
+        lm.mma_async(acc, a_s[ring.stage(0)], b_s[ring.stage(0)], transpose_b=True, init=True)
+        for k in lm.range(1, KT):
+            ring.wait(k)
+            lm.mma_async(acc, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True)
+            ring.release(k - 1)  # expect: P010
+        lm.mma_wait(pending=0)
+        ring.release(KT - 1)
+        lm.store(C, at=(m0, n0), src=acc, mask=True)

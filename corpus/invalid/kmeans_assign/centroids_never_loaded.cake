@@ -1,0 +1,27 @@
+"""Derived from corpus/valid/kmeans_assign/rows_pipelined_s2.cake with the centroid
+prologue dropped (the `cbar` arming, the bulk load of `C` into `c_s` and the math role's
+wait on `cbar`): `lm.sqdist` reads `c_s`, which nothing writes, so every distance - and
+every label - is computed against uninitialised shared memory."""
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_rows_s2(lm, X, C, labels):
+    BR, TILES = 64, 4
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=2)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        for t in lm.range(0, TILES):
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)  # expect: P018
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)

@@ -1,0 +1,32 @@
+"""k-means assignment whose centroid barrier is armed with the bytes of a point tile
+(16,384 B) instead of the centroid tile it waits for (4,096 B): 12,288 B never arrive, so
+the phase never completes and the math role deadlocks on `cbar`.
+Same as corpus/valid/kmeans_assign/rows_pipelined_s2.cake except the centroid barrier is
+armed with `lm.nbytes(x_s)` (was `lm.nbytes(c_s)`)."""
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_cbar_tx_wrong(lm, X, C, labels):
+    BR, TILES = 64, 4
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=2)
+    cbar = lm.mbarrier(count=1)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(x_s))  # expect: P003
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, TILES):
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)

@@ -1,0 +1,37 @@
+"""Derived from corpus/valid/kmeans_assign/rows_pipelined_s2.cake: the math role is turned
+into a look-ahead consumer (it waits for tile t + 1 before releasing tile t, with the
+first wait peeled and a drain after the loop) while the ring has a single stage. The
+loader can refill the stage only after the release, which comes after the wait for the
+refill: cycle math -> ring.full[0] -> loader -> ring.empty[0] -> math (deadlock)."""
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_lookahead_s1(lm, X, C, labels):
+    BR, TILES = 64, 4
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=1)
+    cbar = lm.mbarrier(count=1)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=1, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, TILES):
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        ring.wait(0)
+        for t in lm.range(0, TILES - 1):
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.wait(t + 1)  # expect: P016
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)
+        lm.sqdist(dist, x_s[ring.stage(TILES - 1)], c_s)
+        ring.release(TILES - 1)
+        lm.reduce(lab, dist, op="argmin", axis=1)
+        lm.store(labels, at=(r0 + (TILES - 1) * BR,), src=lab, mask=True)

@@ -1,0 +1,46 @@
+"""k-means assignment with three roles: a loader, a math warpgroup that computes the
+labels of each row tile into shared memory, and an epilogue warpgroup that stores them.
+Math and epilogue meet twice per tile at one named barrier (`bar.sync`, 256 threads):
+the first meeting publishes `l_s` (a named barrier orders the writes of every
+participating thread, so no elected arrive is involved), the second hands it back
+before math overwrites it. Both roles reach the barrier the same number of times."""
+# expect: clean
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_named_epilogue(lm, X, C, labels):
+    BR, TILES = 64, 4
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=12)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=2)
+    l_s = lm.smem("i32", (BR,))
+    cbar = lm.mbarrier(count=1)
+    handoff = lm.named_barrier(id=1, threads=256)     # math 128 + epilogue 128 threads
+    loader = lm.role(warps=range(0, 4))
+    math = lm.role(warps=range(4, 8))
+    epilogue = lm.role(warps=range(8, 12))
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    out = lm.fragment("i32", (BR,), role=epilogue)
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, TILES):
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.elementwise(l_s[0], lab, op="copy")
+            handoff.sync()                            # publish l_s
+            handoff.sync()                            # epilogue has read it
+    with epilogue:
+        for t in lm.range(0, TILES):
+            handoff.sync()
+            lm.elementwise(out, l_s[0], op="copy")
+            handoff.sync()                            # hand l_s back
+            lm.store(labels, at=(r0 + t * BR,), src=out, mask=True)

@@ -1,0 +1,35 @@
+"""k-means assignment with a 5-stage pipeline whose loader preloads every stage in a
+prologue before its main loop (two peeled loops over one iteration space: `t < S` and
+`S <= t < TILES`). The consumer is a single loop; stage and phase of iteration `t` are
+derived from `t` alone, so the split of the producer loop does not change them."""
+# expect: clean
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_prologue_s5(lm, X, C, labels):
+    BR, TILES, S = 64, 8, 5
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=S)
+    cbar = lm.mbarrier(count=1)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=S, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, S):                      # prologue: fill every stage
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+        for t in lm.range(S, TILES):                  # steady state: refill released stages
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)

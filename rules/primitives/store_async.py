@@ -1,0 +1,72 @@
+"""Bulk store of one shared-memory tile into a global tensor, issued now and completed
+later (`cp.async.bulk.global.shared::cta.bulk_group` then `cp.async.bulk.commit_group`).
+
+Each call is one bulk group. The copy engine reads the shared-memory stage through the
+async proxy while the group is in flight: the stage must not be written again (by a
+generic store or a bulk load) or released to another role, and the kernel must not exit,
+before `lm.store_wait(pending=N)` has retired the group. Generic writes to the stage need
+`lm.fence_proxy()` in the writer before the store. With `mask=True` rows and columns
+outside `dst` are not written (the tail strategy)."""
+
+from cakegov.plugin import Arg, BarrierAction, Effects, access, elements, operand_shape
+
+NAME = "store_async"
+VERSION = "1.1.0"
+SPELLING = "smem.store_async"
+RECEIVER = "src"
+CATEGORY = "memory"
+ARGS = (
+    Arg("src", "smem", "shared-memory stage holding the tile (`c_s[stage]`)"),
+    Arg("dst", "tensor", "global tensor to write"),
+    Arg("at", "coord", "element coordinates of the tile origin in `dst`"),
+    Arg("mask", "bool", "skip the part of the tile outside `dst` (tail strategy)",
+        required=False, default=False),
+)
+
+
+def effects(call, view):
+    src = access(call.args["src"], view, proxy="async")
+    dtype = view.tensor_dtype(call.args["dst"].name)
+    size = elements(operand_shape(call.args["src"], view)) * view.dtype_bytes(dtype)
+    dst = access(call.args["dst"], view, proxy="async").model_copy(update={"bytes": size})
+    return Effects(
+        reads=(src,),
+        writes=(dst,),
+        barriers=(BarrierAction(op="commit_group", barrier="bulk"),),
+        global_bytes=size,
+        asynchronous=True,
+    )
+
+
+# ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
+# `role.sync` first: every thread of the role has written (and fenced) its part of the
+# tile before the first warp issues the bulk stores; each lane commits its rows as one bulk
+# group, and the `store_wait` lowering waits in those lanes, then synchronises the role.
+TEMPLATE = """\
+{{ role.sync }}
+if (cg_rwarp == 0) {
+  cg::store_async<{{ args.mask.const }}>(
+      {{ args.dst.ref }}, {{ args.at.row }}, {{ args.at.col }}, {{ args.src.ref }}, cg_lane);
+}"""
+
+DEVICE = """\
+// store_async: lane l stores rows l, l + 32, ... of the tile with bulk copies (shared ->
+// global) and commits them as one bulk group. With MASK only the part of each row inside
+// the tensor is written (rows and the tensor's row pitch are multiples of 16 bytes).
+template <bool MASK, class T, int R, int C>
+__device__ __forceinline__ void store_async(Gmem<T> dst, long long r0, long long c0,
+                                            const Smem<T, R, C>& src, int lane) {
+  for (int r = lane; r < R; r += 32) {
+    const long long gr = r0 + r;
+    long long valid = C;
+    if (MASK) {
+      valid = (gr >= 0 && gr < dst.rows && c0 >= 0) ? dst.cols - c0 : 0;
+      valid = valid < 0 ? 0 : (valid > C ? C : valid);
+    }
+    if (valid > 0) {
+      bulk_s2g(dst.p + gr * dst.cols + c0, (u32)__cvta_generic_to_shared(src.p + r * C),
+               (u32)(valid * (long long)sizeof(T)));
+    }
+  }
+  bulk_commit();
+}"""

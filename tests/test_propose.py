@@ -1,0 +1,408 @@
+"""`cakegov propose-rule` end to end, in temporary git repositories built with GitPython:
+the project's rulebook and a small slice of its corpus, committed, then a proposal."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import git
+import pytest
+from typer.testing import CliRunner
+
+from cakegov.check.findings import FileResult, Finding
+from cakegov.cli import app
+from cakegov.corpus.labels import read_labels
+from cakegov.govern import changes
+from cakegov.govern.inputs import Case
+from cakegov.govern.judge import classify
+from cakegov.govern.proposal import ProposalResult
+from cakegov.govern.report import COMMENT_BYTES, COMMENT_LIMIT, MARKER, render_markdown
+from cakegov.ir.nodes import Span
+
+from .conftest import ROOT
+
+SLICE = ("corpus/workloads", "corpus/valid/scale", "corpus/invalid/gemm/smem_over_capacity.cake",
+         "corpus/invalid/scale/threads_over_limit.cake", "examples/proposals")
+EXAMPLE = "examples/proposals/fragment-owner.py"
+MOTIVATING = "examples/proposals/corpus/invalid/scale/fragment_written_by_loader.cake"
+ACTOR = git.Actor("cakegov tests", "tests@example.invalid")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+def _commit(repo: git.Repo, message: str) -> git.Commit:
+    repo.git.add(A=True)
+    return repo.index.commit(message, author=ACTOR, committer=ACTOR)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("template") / "project"
+    shutil.copytree(ROOT / "rules", root / "rules", ignore=IGNORE)
+    for entry in SLICE:
+        src, dst = ROOT / entry, root / entry
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=IGNORE)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+    (root / ".gitignore").write_text(".cakegov/\nreports/\n__pycache__/\n")
+    _commit(git.Repo.init(root, initial_branch="main"), "base")
+    return root
+
+
+@pytest.fixture
+def project(template, tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(template, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def propose(*args: str, gpu: str = "off") -> tuple[int, dict, str]:
+    result = CliRunner().invoke(app, ["propose-rule", *args, "--jobs", "2", "--gpu", gpu])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    reports = Path("reports")
+    data = json.loads((reports / "proposal.json").read_text()) \
+        if (reports / "proposal.json").exists() else {}
+    md = (reports / "proposal.md").read_text() if (reports / "proposal.md").exists() else ""
+    return result.exit_code, data, md
+
+
+def rule_file(path: Path, code: str, name: str, body: str, motivated_by: tuple[str, ...] = (),
+              version: str = "0.1.0") -> Path:
+    """A minimal, loadable rule plugin whose `check(ctx)` runs `body`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(f'''\
+        """A test rule.
+
+        ## What it does
+        Test.
+
+        ## Why is this bad?
+        Test.
+
+        ## Failing example
+        Test.
+
+        ## Passing example
+        Test.
+        """
+        import os, signal, time
+
+        CODE = "{code}"
+        NAME = "{name}"
+        VERSION = "{version}"
+        SEVERITY = "blocking"
+        CATEGORY = "test"
+        STATUS = "preview"
+        MOTIVATED_BY = {motivated_by!r}
+
+
+        def check(ctx):
+        ''') + textwrap.indent(textwrap.dedent(body), "    "))
+    return path
+
+
+# ---- end to end ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def eligible(template, tmp_path_factory):
+    """The example proposal, judged once: (exit code, JSON, Markdown, project, ledger)."""
+    root = tmp_path_factory.mktemp("eligible") / "project"
+    shutil.copytree(template, root)
+    ledger = root.parent / "ledger.sqlite"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        code, data, md = propose(EXAMPLE, "--ledger", str(ledger))
+    return code, data, md, root, ledger
+
+
+def test_good_rule_is_eligible_and_recorded(eligible, monkeypatch):
+    code, data, md, project, ledger = eligible
+    monkeypatch.chdir(project)
+    assert code == 0, md
+    assert data["verdict"] == "eligible" and data["exit_code"] == 0
+    assert md.startswith(MARKER + "\n### ✅ Eligible for merge: 1 new catch, 0 new false")
+    assert f"<code>{MOTIVATING}</code>: new catch (R020), clean → rejected" in md
+    assert "error[R020]: `loader` writes register fragment `y`" in md
+    assert "| simulator | not available | no CPU simulator exists" in md
+    [flip] = data["flips"]
+    assert flip["file"] == MOTIVATING and flip["kinds"] == ["new_catch"]
+    assert [(i["code"], i["line"]) for i in flip["items"]] == [("R020", 20)]
+    row = next(r for r in data["rules"] if r["code"] == "R020")
+    assert row["change"] == "added" and row["after"] == {"tp": 1, "fp": 0, "fn": 0}
+    assert data["motivating"] == [{"rule": "R020", "file": MOTIVATING, "status": "caught",
+                                   "detail": ""}]
+    assert data["plugin_changes"][0]["relpath"] == "checks/fragment-owner.py"
+    assert data["proposed"][0]["placed_at"] == "rules/checks/fragment-owner.py"
+    sarif = json.loads(Path("reports/proposal.sarif").read_text())
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["R020"]
+    html = Path("reports/proposal.html").read_text()
+    assert "<svg" in html and "fragment_written_by_loader.cake" in html and "http" not in \
+        html.replace("http://www.w3.org/2000/svg", "")
+    from cakegov.govern.ledger import Ledger
+
+    with Ledger.open(ledger) as book:
+        [rec] = book.records("proposal")
+        assert rec.payload["verdict"] == "eligible"
+        assert book.blob(data["proposed"][0]["sha256"]) == (project / EXAMPLE).read_bytes()
+    assert data["timing"]["run"]["ledger"]["id"] == rec.id
+    # The working tree is untouched, and a second run is served from the cache with the
+    # same deterministic content.
+    assert not (project / "rules" / "checks" / "fragment-owner.py").exists()
+    first = ProposalResult.model_validate(data)
+    code2, data2, _ = propose(EXAMPLE, "--no-record")
+    second = ProposalResult.model_validate(data2)
+    assert code2 == 0 and second.timing.run.workers == 0
+    assert second.timing.run.cache_misses == 0
+    assert first.deterministic_json() == second.deterministic_json()
+
+
+def test_rule_rejecting_a_valid_schedule_is_blocked(project, tmp_path):
+    path = rule_file(tmp_path / "no-elementwise.py", "T901", "no-elementwise", """\
+        for site in ctx.calls("elementwise"):
+            yield ctx.finding(site.call, "elementwise is forbidden")
+        """, motivated_by=("corpus/invalid/gemm/smem_over_capacity.cake",))
+    code, data, md = propose(str(path), "--no-record")
+    assert code == 1
+    assert md.splitlines()[1].startswith("### ❌ Blocked:")
+    fps = [b for b in data["blockers"] if b["kind"] == "new-false-positive"]
+    assert fps and fps[0]["rule"] == "T901"
+    assert "corpus/valid/scale/tile_1stage.cake" in fps[0]["files"]
+    assert "T901 no-elementwise newly fires where no label expects it on" in md
+    assert f"schedule(s), {data['corpus']['valid']} of them valid" in md
+    assert "T901 rejects this valid schedule at line" in md
+    motivating = [b for b in data["blockers"] if b["kind"] == "motivating-case"]
+    assert motivating and "smem_over_capacity.cake (not caught" in motivating[0]["message"]
+
+
+def test_removing_a_rule_loses_its_catches(project):
+    (project / "rules" / "checks" / "smem-capacity.py").unlink()
+    code, data, md = propose("--no-record")
+    assert code == 1 and data["mode"] == "working-tree"
+    lost = [b for b in data["blockers"] if b["kind"] == "lost-catch"]
+    assert lost and lost[0]["rule"] == "R001"
+    assert lost[0]["files"] == ["corpus/invalid/gemm/smem_over_capacity.cake"]
+    row = next(r for r in data["rules"] if r["code"] == "R001")
+    assert row["change"] == "removed" and row["after"] is None and row["before"]["tp"] == 1
+    assert "R001 no longer catches the labelled defect at line" in md
+    change = next(p for p in data["plugin_changes"] if p["relpath"] == "checks/smem-capacity.py")
+    assert change["change"] == "removed"
+
+
+RELABELLED = "corpus/invalid/scale/threads_over_limit.cake"
+
+
+def _relabel(project: Path) -> None:
+    path = project / RELABELLED
+    text = path.read_text()
+    assert "# expect: R005" in text
+    path.write_text(text.replace("# expect: R005", "# expect: R005, R006"))
+
+
+def test_label_change_without_reason_is_blocked(project):
+    _relabel(project)
+    code, data, md = propose("--no-record", "--corpus", "corpus/invalid/scale")
+    assert code == 1
+    [change] = [c for c in data["contract_changes"] if c["kind"] == "label"]
+    assert change["path"] == RELABELLED and change["reason"] is None
+    assert "R005@" in change["detail"] and "R006@" in change["detail"]
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "contract-change-without-reason"]
+    assert blocker["files"] == [RELABELLED]
+    assert "no stated reason" in md and RELABELLED in md
+
+
+def test_label_change_with_a_reason_is_not_blocked_for_it(project):
+    repo = git.Repo(project)
+    base = repo.head.commit.hexsha
+    _relabel(project)
+    _commit(repo, "Relabel threads_over_limit\n\nReason: the launch also breaks the role "
+                  "partition (R006).\n")
+    code, data, _ = propose("--no-record", "--base", base, "--corpus", "corpus/invalid/scale")
+    [change] = [c for c in data["contract_changes"] if c["kind"] == "label"]
+    assert change["reason"] == "commit message: the launch also breaks the role partition (R006)."
+    assert not [b for b in data["blockers"] if b["kind"] == "contract-change-without-reason"]
+    assert data["provenance"]["base_commit"] == base
+    assert code == 0, data["blockers"]
+
+
+def test_change_note_file_is_a_reason(project):
+    _relabel(project)
+    (project / changes.CHANGE_NOTES).write_text(
+        "# Corpus changes\n\n- invalid/scale/threads_over_limit.cake: R006 as well\n")
+    _, data, _ = propose("--no-record", "--corpus", "corpus/invalid/scale")
+    [change] = [c for c in data["contract_changes"] if c["kind"] == "label"]
+    assert change["reason"].startswith("corpus/CHANGES.md: - invalid/scale/threads_over_limit")
+
+
+@pytest.mark.parametrize("kind, body, extra", [
+    ("hang", "while True:\n    pass\nyield from ()\n", ["--time-limit", "1"]),
+    ("hang", "while True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n"
+             "        pass\nyield from ()\n", ["--time-limit", "1"]),
+    ("crash", "yield ctx.finding(None, str(1 // 0))\n", []),
+    ("crash", "os.kill(os.getpid(), signal.SIGKILL)\nyield from ()\n", []),
+    ("memory", "blob = bytearray(1 << 30)\nyield ctx.finding(None, str(len(blob)))\n",
+     ["--memory-limit", "512"]),
+], ids=["hang-soft", "hang-killed", "raises", "dies", "memory"])
+def test_misbehaving_rule_blocks_without_crashing_the_tool(project, tmp_path, kind, body, extra):
+    path = rule_file(tmp_path / "bad-rule.py", "T902", "bad-rule", body,
+                     motivated_by=(MOTIVATING,))
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid", *extra)
+    assert code == 1, md
+    blockers = [b for b in data["blockers"] if b["kind"] == f"rule-{kind}"]
+    assert blockers, data["blockers"]
+    assert blockers[0]["rule"] == "T902" and blockers[0]["files"]
+    assert blockers[0]["files"][0].endswith(".cake")
+    assert f"rule T902 bad-rule {dict(hang='hung', crash='crashed').get(kind, 'blew')}" in md
+    failure = next(f for f in data["failures"] if f["rule"] == "T902")
+    assert failure["side"] == "candidate" and failure["file"] in blockers[0]["files"]
+
+
+def test_candidate_that_does_not_load_is_blocked(project, tmp_path):
+    path = rule_file(tmp_path / "wrong-name.py", "T904", "not-the-file-name", "yield from ()\n",
+                     motivated_by=(MOTIVATING,))
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1
+    [blocker] = data["blockers"]
+    assert blocker["kind"] == "candidate-does-not-load"
+    assert "checks/wrong-name.py: NAME 'not-the-file-name' must be kebab-case" in blocker["message"]
+    assert "the candidate rulebook does not load" in md
+    assert [p["relpath"] for p in data["plugin_changes"]] == ["checks/wrong-name.py"]
+    assert data["flips"] == []
+
+
+def test_gpu_require_without_a_device_exits_3(project, monkeypatch):
+    from cakegov.gpu import device
+
+    def no_device():
+        raise device.NoDevice("no CUDA device in this test")
+
+    monkeypatch.setattr(device, "probe", no_device)
+    code, data, md = propose(EXAMPLE, "--no-record", "--corpus", "corpus/invalid/gemm",
+                             gpu="require")
+    assert code == 3
+    assert data["verdict"] == "evidence-unavailable"
+    assert "Required evidence unavailable" in md.splitlines()[1]
+    assert "no CUDA device in this test" in md
+    assert data["flips"][0]["evidence"]["gpu"]["status"] == "not measured"
+
+
+def test_primitive_change_needs_a_version_bump(project):
+    path = project / "rules" / "primitives" / "fill.py"
+    path.write_text(path.read_text() + "\n# a comment changes the content\n")
+    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    assert code == 1
+    [change] = data["plugin_changes"]
+    assert change["relpath"] == "primitives/fill.py" and change["kind"] == "primitive"
+    assert "not greater than" in change["problem"]
+    assert data["blockers"][0]["kind"] == "version-not-bumped"
+    assert data["corpus"]["invalid"] == 0 and data["corpus"]["dirs"] == ["corpus/valid/scale"]
+
+
+def test_cost_parameters_are_placed_and_judged(project, tmp_path):
+    path = tmp_path / "sm_90a.toml"
+    path.write_text('version = "1.0.0"\n[gemm]\nmma_efficiency = { value = 0.8, source = '
+                    '"test" }\n')
+    code, data, _ = propose(str(path), "--no-record", "--shard", "1/2")
+    assert data["proposed"][0]["placed_at"] == "rules/costmodel/sm_90a.toml"
+    assert data["plugin_changes"][0]["kind"] == "costmodel"
+    assert data["corpus"]["shard"] == "1/2"
+    assert data["corpus"]["valid"] + data["corpus"]["invalid"] < data["corpus"][
+        "total_before_shard"]
+    assert code == 0, data["blockers"]
+
+
+def test_usage_errors_exit_2(project):
+    assert propose("no/such/file.py", "--no-record")[0] == 2
+    readme = project / "notes.txt"
+    readme.write_text("not a plugin")
+    assert propose(str(readme), "--no-record")[0] == 2
+    assert propose(EXAMPLE, "--no-record", "--base", "no-such-ref")[0] == 2
+    assert propose(EXAMPLE, "--no-record", "--shard", "3/2")[0] == 2
+
+
+# ---- units ---------------------------------------------------------------------------
+
+def _result(file: str, verdict: str, *found: tuple[str, int, str]) -> FileResult:
+    return FileResult(file=file, verdict=verdict, findings=tuple(
+        Finding(code=c, rule="r", severity="blocking", authority="legality", message=m,
+                file=file, path="schedule", span=Span(line=line, col=1, end_line=line,
+                                                      end_col=2))
+        for c, line, m in found))
+
+
+def _labelled(text: str) -> Case:
+    return Case("x.cake", Path("x.cake"), "0", read_labels(text))
+
+
+def test_classify_flips():
+    invalid = _labelled("a\nb  # expect: R001\n")
+    clean = _result("x.cake", "clean")
+    caught = _result("x.cake", "rejected", ("R001", 2, "m"))
+    assert [i.kind for i in classify(invalid, clean, caught)] == ["new_catch"]
+    assert [i.kind for i in classify(invalid, caught, clean)] == ["lost_catch"]
+    wrong_line = _result("x.cake", "rejected", ("R001", 1, "m"))
+    assert [(i.kind, i.line) for i in classify(invalid, clean, wrong_line)] == [
+        ("new_false_positive", 1)]
+    reworded = _result("x.cake", "rejected", ("R001", 2, "other words"))
+    assert [i.kind for i in classify(invalid, caught, reworded)] == ["changed_diagnostic"]
+    valid = _labelled("# expect: clean\n")
+    [item] = classify(valid, clean, _result("x.cake", "rejected", ("T1", 1, "no")))
+    assert item.kind == "new_false_positive" and "rejects this valid schedule" in item.message
+    assert classify(valid, clean, clean) == []
+
+
+def _timed_runs(before_ms: list[float], after_ms: list[float]) -> tuple:
+    from types import SimpleNamespace
+
+    from cakegov.govern.judge import CaseRun
+
+    cases = [SimpleNamespace(rel=f"c{i}.cake") for i in range(len(before_ms))]
+    runs = {side: {c.rel: CaseRun(result=None, seconds=t / 1000, run_id="r")
+                   for c, t in zip(cases, times, strict=True)}
+            for side, times in (("base", before_ms), ("candidate", after_ms))}
+    return (SimpleNamespace(cases=cases),
+            SimpleNamespace(runs=runs, cached_runs=set(), candidate_error=None))
+
+
+def test_cost_blocks_when_the_median_more_than_doubles():
+    from cakegov.govern.verdict import cost
+
+    setup, v = _timed_runs([3.0] * 12, [7.0] * 12)
+    slow = cost(setup, v, [])  # type: ignore[arg-type]
+    assert slow.judged and slow.exceeded and slow.ratio == pytest.approx(7 / 3, rel=1e-3)
+    assert slow.median_before_ms == 3.0 and slow.median_after_ms == 7.0
+    setup, v = _timed_runs([3.0] * 12, [5.9] * 12)
+    assert not cost(setup, v, []).exceeded  # type: ignore[arg-type]
+    setup, v = _timed_runs([3.0] * 4, [30.0] * 4)
+    few = cost(setup, v, [])  # type: ignore[arg-type]
+    assert not few.judged and not few.exceeded
+
+
+def test_markdown_truncation_keeps_every_rule(eligible):
+    _, data, _, project, _ = eligible
+    result = ProposalResult.model_validate(data)
+    flip = result.flips[0]
+    big = flip.model_copy(update={"new_findings": flip.new_findings * 40})
+    many = result.model_copy(update={"flips": [big.model_copy(update={"file": f"f{i}.cake"})
+                                               for i in range(300)]})
+    text = render_markdown(many, root=project)
+    assert len(text) <= COMMENT_LIMIT and len(text.encode()) <= COMMENT_BYTES
+    assert text.startswith(MARKER)
+    assert "Truncated to fit GitHub's 65,536-character comment limit" in text
+    assert all(f"| {r.code} |" in text or f"| **{r.code}** |" in text for r in result.rules)
+    assert "more flipped schedule(s) not shown here" in text
+
+
+def test_placement_by_kind(tmp_path):
+    check = rule_file(tmp_path / "x-rule.py", "T903", "x-rule", "yield from ()\n")
+    assert changes.placement(check, tmp_path) == ("check", "checks/x-rule.py")
+    prim = tmp_path / "op.py"
+    prim.write_text('"""op"""\nSPELLING = "lm.op"\ndef effects(call, view):\n    pass\n')
+    assert changes.placement(prim, tmp_path) == ("primitive", "primitives/op.py")
+    target = tmp_path / "sm_x.toml"
+    target.write_text('[target]\nname = "sm_x"\n')
+    assert changes.placement(target, tmp_path) == ("target", "targets/sm_x.toml")
