@@ -658,3 +658,28 @@ def plain(expr: Expr) -> str:
     """`render(expr)` without the outermost parentheses."""
     text = render(expr)
     return text[1:-1] if text.startswith("(") and text.endswith(")") else text
+
+
+def count_findings(ctx, side: Side, too_low: tuple[str, ...]):
+    """Findings for barriers of one side whose init count differs from the arrivals each
+    phase receives, each with the witness of the matching anomaly (a count too high
+    deadlocks; one too low completes phases early, with the consequences `too_low`)."""
+    result = ctx.protocol
+    if result is None or not result.runs:
+        return
+    acc = accounting_of(result)
+    for mismatch in count_mismatches(acc, side):
+        decl = barrier_decl(ctx.schedule, mismatch.barrier)
+        report = count_report(acc, mismatch, decl)
+        kinds = ("deadlock",) if mismatch.count > mismatch.arrivals else too_low
+        anomaly = witness_for(result, kinds, resource=mismatch.barrier)
+        yield ctx.finding(
+            decl,
+            report["message"],
+            condition=report["condition"],
+            hint=report["hint"],
+            resource=mismatch.barrier,
+            role=", ".join(report["roles"]) or None,
+            stage=stages_of(list(mismatch.tallies)) or None,
+            evidence=evidence_of(anomaly, **report["evidence"]),
+        )

@@ -31,19 +31,11 @@ phase early. The result is silently wrong data.
 ```
 """
 
-from cakegov.analysis.accounting import (
-    accounting_of,
-    barrier_decl,
-    count_mismatches,
-    count_report,
-    evidence_of,
-    stages_of,
-    witness_for,
-)
+from cakegov.analysis.accounting import count_findings
 
 CODE = "P002"
 NAME = "empty-barrier-count"
-VERSION = "1.0.0"
+VERSION = "1.0.1"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -52,29 +44,9 @@ MOTIVATED_BY = (
     "corpus/invalid/kmeans_assign/pipeline_empty_count_high.cake",
 )
 
-_TOO_HIGH = ("deadlock",)
+# An init count too low completes phases early; these are its consequences.
 _TOO_LOW = ("race", "overflow", "stale-wait", "aliasing", "leftover", "deadlock")
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or not result.runs:
-        return
-    acc = accounting_of(result)
-    for mismatch in count_mismatches(acc, "empty"):
-        decl = barrier_decl(ctx.schedule, mismatch.barrier)
-        report = count_report(acc, mismatch, decl)
-        kinds = _TOO_HIGH if mismatch.count > mismatch.arrivals else _TOO_LOW
-        anomaly = witness_for(result, kinds, resource=mismatch.barrier)
-        evidence = report["evidence"]
-        evidence = evidence_of(anomaly, **evidence)
-        yield ctx.finding(
-            decl,
-            report["message"],
-            condition=report["condition"],
-            hint=report["hint"],
-            resource=mismatch.barrier,
-            role=", ".join(report["roles"]) or None,
-            stage=stages_of(list(mismatch.tallies)) or None,
-            evidence=evidence,
-        )
+    yield from count_findings(ctx, "empty", _TOO_LOW)

@@ -30,19 +30,11 @@ the remaining arrivals complete later phases early. Neither shows up as an error
 ```
 """
 
-from cakegov.analysis.accounting import (
-    accounting_of,
-    barrier_decl,
-    count_mismatches,
-    count_report,
-    evidence_of,
-    stages_of,
-    witness_for,
-)
+from cakegov.analysis.accounting import count_findings
 
 CODE = "P001"
 NAME = "full-barrier-count"
-VERSION = "1.0.0"
+VERSION = "1.0.1"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -52,29 +44,9 @@ MOTIVATED_BY = (
     "corpus/invalid/scale/full_count_split_loaders.cake",
 )
 
-_TOO_HIGH = ("deadlock",)
+# An init count too low completes phases early; these are its consequences.
 _TOO_LOW = ("race", "overflow", "stale-wait", "aliasing", "uninit", "leftover", "deadlock")
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or not result.runs:
-        return
-    acc = accounting_of(result)
-    for mismatch in count_mismatches(acc, "full"):
-        decl = barrier_decl(ctx.schedule, mismatch.barrier)
-        report = count_report(acc, mismatch, decl)
-        kinds = _TOO_HIGH if mismatch.count > mismatch.arrivals else _TOO_LOW
-        anomaly = witness_for(result, kinds, resource=mismatch.barrier)
-        evidence = report["evidence"]
-        evidence = evidence_of(anomaly, **evidence)
-        yield ctx.finding(
-            decl,
-            report["message"],
-            condition=report["condition"],
-            hint=report["hint"],
-            resource=mismatch.barrier,
-            role=", ".join(report["roles"]) or None,
-            stage=stages_of(list(mismatch.tallies)) or None,
-            evidence=evidence,
-        )
+    yield from count_findings(ctx, "full", _TOO_LOW)
