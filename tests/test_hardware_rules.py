@@ -295,3 +295,19 @@ def test_unknown_target_suggests_and_silences_hardware_rules(checker):
     [f] = result.findings
     assert f.span.line == line_of(text, "@cake.schedule")
     assert f.hint == "did you mean `sm_90a`?" and "`sm_100a`, `sm_80`, `sm_90a`" in f.message
+
+
+def test_async_primitives_get_the_hardware_checks(checker):
+    """mma_async and store_async are checked like mma and store."""
+    wgmma = CORPUS / "valid" / "gemm" / "wgmma_trailing_release_s4.cake"
+    bad_k = variant(wgmma, ("BM, BN, BK, S = 64, 128, 64, 4", "BM, BN, BK, S = 64, 128, 72, 4"))
+    assert findings(checker, bad_k, "H001"), "K = 72 is not a multiple of 16 for bf16"
+    epilogue = CORPUS / "valid" / "scale" / "store_async_epilogue.cake"
+    tails = variant(epilogue, ('divisible={"M": 32, "N": 256}', 'divisible={"N": 4}'),
+                    ("barrier=full[0])", "barrier=full[0], pad=True)"))
+    found = findings(checker, tails, "H005")
+    assert {f.span.line for f in found} == {line_of(tails, "y_s[0].store_async(")}
+    masked = variant(epilogue, ('divisible={"M": 32, "N": 256}', 'divisible={"N": 4}'),
+                     ("barrier=full[0])", "barrier=full[0], pad=True)"),
+                     ("store_async(Y, at=(m0, n0))", "store_async(Y, at=(m0, n0), mask=True)"))
+    assert findings(checker, masked, "H005") == []

@@ -1,7 +1,8 @@
 """Tensor-core MMA operands must have supported dtypes and tile shapes of whole instructions.
 
 ## What it does
-For every `lm.mma(acc, a, b, transpose_b=...)` it checks, against the target table:
+For every `lm.mma(acc, a, b, transpose_b=...)` and `lm.mma_async(...)` it checks, against
+the target table:
 - both operand dtypes are in `mma_dtypes`;
 - the accumulator is `f32` (also `f16` when both operands are `f16`; `i32` for 8-bit
   integer operands);
@@ -39,7 +40,7 @@ from cakegov.ir.nodes import BoolValue, ExprValue, FragmentDecl, SmemDecl
 
 CODE = "H001"
 NAME = "mma-shape"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -181,7 +182,9 @@ def check(ctx):
         return
     allowed = tuple(s.strip() for s in str(ctx.target.get("mma_dtypes", "")).split(",")
                     if s.strip())
-    for site in ctx.calls("mma"):
+    for site in ctx.calls():
+        if site.call.primitive not in ("mma", "mma_async"):
+            continue
         call = site.call
         decls = {}
         for arg in ("acc", "a", "b"):

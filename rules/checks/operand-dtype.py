@@ -4,9 +4,9 @@
 Checks the dtypes across the operands of each call:
 - `load`: the shared-memory view has the dtype of the global tensor (bulk copies move
   bytes, they do not convert);
-- `lm.mma`: `a` and `b` have the same dtype;
-- `lm.store`: the source tile has the dtype of the destination tensor (convert first with
-  `lm.elementwise(dst, src, op="cast")`);
+- `lm.mma` and `lm.mma_async`: `a` and `b` have the same dtype;
+- `lm.store` and `<smem>.store_async`: the source tile has the dtype of the destination
+  tensor (convert first with `lm.elementwise(dst, src, op="cast")`);
 - `lm.elementwise`: `dst` and `src` have the same dtype unless `op="cast"`;
 - `lm.reduce` with `argmin`/`argmax`, and `lm.topk`: the index result is `i32`;
 - `lm.sqdist`: `x`, `c` and `dst` are floating-point.
@@ -35,7 +35,7 @@ from cakegov.ir.dtypes import FLOAT_DTYPES
 
 CODE = "H004"
 NAME = "operand-dtype"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -99,12 +99,12 @@ def _findings(ctx, call):
             "bytes and do not convert",
             "declare `{a[0]}` as {b[1]} and convert after the copy with "
             "`lm.elementwise(..., op=\"cast\")`")
-    elif p == "mma":
+    elif p in ("mma", "mma_async"):
         yield _mismatch(
             ctx, call, "b", "a",
             "mma operands differ: `b` (`{a[0]}`) is {a[1]} but `a` (`{b[0]}`) is {b[1]}",
             "give both operands the same dtype ({b[1]}): declare `{a[0]}` as {b[1]}")
-    elif p == "store":
+    elif p in ("store", "store_async"):
         yield _mismatch(
             ctx, call, "src", "dst",
             "store of `{a[0]}` ({a[1]}) into `{b[0]}` ({b[1]}) without a conversion",

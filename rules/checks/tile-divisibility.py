@@ -1,13 +1,13 @@
 """A tile that may hang over the edge of a tensor needs a tail strategy.
 
 ## What it does
-For every `load` and `lm.store`, it maps the tile's dimensions onto the tensor's workload
-dimensions (gemm `A` is (M, K), so an `a_s` tile (BM, BK) covers M with BM rows and K with
-BK columns). When a workload size is not guaranteed to be a multiple of the tile extent
-(neither fixed by `sizes=` to a multiple nor declared in `divisible=` with a multiple of
-the extent) and the access has no tail strategy (`pad=True` on a load, `mask=True` on a
-store), it reports the dimension, the tile extent, the size and a check shape of the
-workload on which the last tile crosses the edge.
+For every `load`, `lm.store` and `store_async`, it maps the tile's dimensions onto the
+tensor's workload dimensions (gemm `A` is (M, K), so an `a_s` tile (BM, BK) covers M with
+BM rows and K with BK columns). When a workload size is not guaranteed to be a multiple of
+the tile extent (neither fixed by `sizes=` to a multiple nor declared in `divisible=` with
+a multiple of the extent) and the access has no tail strategy (`pad=True` on a load,
+`mask=True` on a store), it reports the dimension, the tile extent, the size and a check
+shape of the workload on which the last tile crosses the edge.
 
 ## Why is this bad?
 For a size that is not a tile multiple, the last tile of each row or column reaches past
@@ -33,7 +33,7 @@ from cakegov.ir.nodes import BoolValue, ExprValue, FragmentDecl, SmemDecl
 
 CODE = "H005"
 NAME = "tile-divisibility"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -43,7 +43,11 @@ MOTIVATED_BY = (
 )
 
 # primitive -> (tensor argument, tile argument, tail-strategy flag)
-_ACCESSES = {"load": ("src", "dst", "pad"), "store": ("dst", "src", "mask")}
+_ACCESSES = {
+    "load": ("src", "dst", "pad"),
+    "store": ("dst", "src", "mask"),
+    "store_async": ("dst", "src", "mask"),
+}
 
 
 def _enabled(value):
