@@ -11,7 +11,7 @@ that is smaller). See docs/checker.md for when this is not enough."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cakegov.analysis.explore import Anomaly, Exploration, explore
@@ -57,9 +57,6 @@ class ProtocolResult:
     @property
     def states(self) -> int:
         return sum(r.exploration.states for r in self.runs)
-
-    def of_kind(self, *kinds: str) -> list[Anomaly]:
-        return [a for a in self.anomalies if a.kind in kinds]
 
 
 def _loops(ops: tuple[LOp, ...]) -> list[LFor]:
@@ -107,8 +104,8 @@ def windowed_sizes(kernel: LoweredKernel, shape: Mapping[str, int], window: int
     return sizes
 
 
-def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]], bounds: Bounds = Bounds(),
-            on_run: Callable[[Run], None] | None = None) -> ProtocolResult:
+def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]], bounds: Bounds = Bounds()
+            ) -> ProtocolResult:
     """Explore the kernel under every check shape (windowed, deduplicated)."""
     start = time.perf_counter()
     p = period(kernel)
@@ -138,8 +135,6 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]], bounds: Bounds 
         exploration = explore(kernel, unrolled, bounds.max_states, max(remaining, 0.01))
         run = Run(sizes=sizes, unrolled=unrolled, exploration=exploration)
         result.runs.append(run)
-        if on_run is not None:
-            on_run(run)
         if not exploration.complete:
             result.incomplete.append(f"exploration for {sizes}: {exploration.reason}")
         for anomaly in exploration.anomalies:

@@ -253,13 +253,6 @@ class Ledger:
             out.append(bytes(data))
         return out
 
-    def put_blob(self, data: bytes) -> str:
-        """Store `data` by content hash (idempotent) and return the hash."""
-        key = blob_sha256(data)
-        self._conn.execute("INSERT OR IGNORE INTO blobs (sha256, size, data) VALUES (?, ?, ?)",
-                           (key, len(data), data))
-        return key
-
     def blob(self, sha256: str) -> bytes:
         """The blob stored under `sha256`; KeyError when absent, LedgerError when altered."""
         row = self._conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha256,)

@@ -349,7 +349,7 @@ class _Parser:
             )
         self.scopes[-1][name] = value
 
-    def record_unresolved(self, exc: _Unresolved, path: str) -> None:
+    def record_unresolved(self, exc: _Unresolved) -> None:
         self.unresolved.append(
             Unresolved(
                 path=f"unresolved[{len(self.unresolved)}]",
@@ -359,7 +359,6 @@ class _Parser:
                 suggestions=exc.suggestions,
             )
         )
-        del path
 
     def count_statement(self, node: ast.AST) -> None:
         self.statements += 1
@@ -477,8 +476,7 @@ class _Parser:
                 _Unresolved(
                     workload_name, "workload", self.span(kw["workload"]),
                     list(self.vocab.workloads),
-                ),
-                "workload",
+                )
             )
         sizes: dict[str, int] = {}
         divisible: dict[str, int] = {}
@@ -488,7 +486,7 @@ class _Parser:
             if "divisible" in kw:
                 divisible = self.size_dict(kw["divisible"], "`divisible`")
         except _Unresolved as exc:
-            self.record_unresolved(exc, "binding")
+            self.record_unresolved(exc)
         self.fixed_sizes = sizes
         args = func.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or args.defaults:
@@ -502,7 +500,7 @@ class _Parser:
         for arg in args.args[1:]:
             if self.workload is not None and arg.arg not in tensor_names:
                 self.record_unresolved(
-                    _Unresolved(arg.arg, "tensor", self.span(arg), tensor_names), "params"
+                    _Unresolved(arg.arg, "tensor", self.span(arg), tensor_names)
                 )
                 self.scopes[0][arg.arg] = _Poisoned(arg.arg)
                 continue
@@ -519,7 +517,7 @@ class _Parser:
             try:
                 self.top_statement(stmt)
             except _Unresolved as exc:  # e.g. `lm.launch(..., warps=W)` with W unbound
-                self.record_unresolved(exc, "schedule")
+                self.record_unresolved(exc)
             except _Dropped:
                 pass
         roles = tuple(self.roles[name] for name in self.role_order)
@@ -609,7 +607,7 @@ class _Parser:
             try:
                 value = self.expr(value_node)
             except _Unresolved as exc:
-                self.record_unresolved(exc, name)
+                self.record_unresolved(exc)
                 self.bind(name, _Poisoned(name), name_node)
                 continue
             except _Dropped:
@@ -633,7 +631,7 @@ class _Parser:
             grid = tuple(self.expr(item) for item in items)
         except (_Unresolved, _Dropped) as exc:
             if isinstance(exc, _Unresolved):
-                self.record_unresolved(exc, "launch")
+                self.record_unresolved(exc)
             return
         for item, expr in zip(items, grid, strict=True):
             bad = {s for s in free_symbols(expr) if not s.startswith("size:")}
@@ -660,7 +658,7 @@ class _Parser:
                 return
             decl = getattr(self, f"declare_{kind}")(name, call, stmt)
         except _Unresolved as exc:
-            self.record_unresolved(exc, f"resources.{name}")
+            self.record_unresolved(exc)
             self.bind(name, _Poisoned(name), stmt)
             return
         except _Dropped:
@@ -858,7 +856,7 @@ class _Parser:
         try:
             name = self.role_name(node)
         except _Unresolved as exc:
-            self.record_unresolved(exc, "roles")
+            self.record_unresolved(exc)
             return
         except _Dropped:
             return
@@ -878,7 +876,7 @@ class _Parser:
                 try:
                     node = self.body_statement(stmt, node_path)
                 except _Unresolved as exc:
-                    self.record_unresolved(exc, node_path)
+                    self.record_unresolved(exc)
                     continue
                 except _Dropped:
                     continue

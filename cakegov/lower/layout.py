@@ -60,9 +60,6 @@ class BarrierSlot:
     offset: int
     count: int  # number of mbarriers (stages)
 
-    def address(self, index: int) -> int:
-        return self.offset + index * MBARRIER_BYTES
-
 
 @dataclass(frozen=True)
 class SmemLayout:
