@@ -46,14 +46,42 @@ class _Data(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+SpreadKind = Literal["each", "owner", "rows_of", "cols_of", "all", "mma_a", "mma_b", "engine"]
+
+
+class Spread(_Data):
+    """Which of the role's threads touch which elements of one operand (row-major over its
+    2-D view: rank 1 `(n,)` is `n x 1`), as the primitive's CUDA template does it:
+
+    - `each`: element `e` by role thread `e % threads` (the runtime's `Smem::for_each`);
+    - `owner`: element `(r, c)` by the thread that holds element `(r, c)` of `fragment`;
+    - `rows_of`: row `r` (every column) by the threads holding row `r` of `fragment`;
+    - `cols_of`: row `j` (every column) by the threads holding column `j` of `fragment`;
+    - `all`: every element by every thread;
+    - `mma_a` / `mma_b`: the operand loads of `mma.sync.m16n8k16` for accumulator
+      `fragment` (`transpose`: b is stored N x K);
+    - `engine`: the asynchronous proxy (copy engine, tensor cores) reads or writes the
+      whole tile on behalf of the role."""
+
+    kind: SpreadKind = "each"
+    fragment: str | None = None
+    transpose: bool = False
+
+
 class Access(_Data):
-    """A read or write of a memory object by a primitive."""
+    """A read or write of a memory object by a primitive. `spread` says which threads
+    touch which elements; `collective`: the access is consumed by a warp-collective
+    `.sync.aligned` instruction (such as `mma.sync`), so every lane of a warp has completed
+    it once any lane has executed that instruction (PTX ISA, mma: "the executing thread
+    waits until all threads in the warp execute the same mma instruction")."""
 
     space: Literal["smem", "global", "reg"]
     name: str
     stage: Expr | None = None
     proxy: Literal["generic", "async"] = "generic"
     bytes: int = 0
+    spread: Spread = Spread()
+    collective: bool = False
 
 
 class BarrierAction(_Data):
@@ -80,20 +108,34 @@ class Effects(_Data):
     notes: tuple[str, ...] = Field(default_factory=tuple)
 
 
-def access(value: Any, view: Any, proxy: Literal["generic", "async"] = "generic") -> Access:
-    """The memory access a primitive makes through one operand value."""
+def access(value: Any, view: Any, proxy: Literal["generic", "async"] = "generic", *,
+           spread: Spread | None = None, collective: bool = False) -> Access:
+    """The memory access a primitive makes through one operand value. Shared-memory
+    accesses through the async proxy are made by the `engine` unless `spread` says
+    otherwise; generic ones default to `each`."""
     kind = getattr(value, "kind", None)
     if kind == "smem":
         decl = view.decl(value.name)
         size = decl.stage_bytes if decl is not None else 0
+        if spread is None:
+            spread = Spread(kind="engine") if proxy == "async" else Spread()
         return Access(space="smem", name=value.name, stage=value.stage, proxy=proxy,
-                      bytes=size)
+                      bytes=size, spread=spread, collective=collective)
     if kind == "fragment":
         decl = view.decl(value.name)
         return Access(space="reg", name=value.name, bytes=view.bytes_of(decl))
     if kind == "tensor":
         return Access(space="global", name=value.name, proxy=proxy)
     raise ValueError(f"not a memory operand: {kind}")
+
+
+def spread_by(value: Any, kind: SpreadKind = "owner", transpose: bool = False
+              ) -> Spread | None:
+    """`Spread(kind, fragment=value)` when `value` is a register fragment, else None (the
+    default spread applies)."""
+    if getattr(value, "kind", None) == "fragment":
+        return Spread(kind=kind, fragment=value.name, transpose=transpose)
+    return None
 
 
 def barrier_action(op: str, value: Any, **extra: Any) -> BarrierAction:
@@ -118,3 +160,41 @@ def elements(shape: tuple[int, ...]) -> int:
     for d in shape:
         n *= d
     return n
+
+
+# ---- repairs: what a rule proposes, the engine applies and re-checks -------------------
+
+RepairKind = Literal["set_arg", "set_parity", "insert", "delete", "move_after", "declare",
+                     "copy_bound", "insert_wait_like", "insert_pipeline_op"]
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One change to a schedule that a protocol rule proposes as the fix of an anomaly.
+
+    Rules see the typed IR, never the source: they name statements and declarations by IR
+    path and write new code only from IR names. The engine applies the change to the
+    source text, in the schedule's own spelling, re-analyses the result and tells the rule
+    whether the anomaly went away. Kinds:
+
+    - `set_arg(path, arg, text)`: the argument `arg` of the call at `path` (a statement or
+      a declaration) becomes `text` (added as a keyword when absent);
+    - `set_parity(path, form)`: the `parity=` of the wait at `path` becomes `flip` (the
+      opposite parity), `ring` / `ring+1` (`(E // m) % 2` or `(E // m + 1) % 2` for its
+      barrier index `E % m`), `ordinal` / `ordinal+1` (from its loop variable), `0` or `1`;
+    - `insert(path, text, after)`: a new statement before (or after) `path`;
+    - `delete(path)`; `move_after(path, other)`: move statement `path` after `other`;
+    - `declare(text)`: a new declaration after the last one;
+    - `copy_bound(path, other)`: loop `path` gets the stop bound of loop `other`;
+    - `insert_wait_like(path, other, form)`: before `path`, a wait on the barrier that the
+      statement `other` names (its receiver or `barrier=`), with parity `form`;
+    - `insert_pipeline_op(path, text=ring, form=op)`: before `path`, `ring.op(i)` for the
+      iteration `i` that `path` itself names through `ring`."""
+
+    kind: RepairKind
+    path: str = ""
+    arg: str = ""
+    text: str = ""
+    form: str = ""
+    other: str = ""
+    after: bool = False

@@ -110,8 +110,12 @@ def test_waits_and_arrives_print_the_derived_expressions(kernel_of, emit):
     assert "cg::arrive_expect_tx(cg_base + (cg::u32)((131072 + (cg::floormod(v_k, 4) * 8)))," \
            " 32768u);" in src
     # ring.release: the warp's lanes are ordered first, then one lane arrives
-    assert ("__syncwarp();\n      if (cg_lane == 0) cg::arrive(cg_base + (cg::u32)((131104 + "
-            "(cg::floormod(v_k, 4) * 8))));") in src
+    arrive = src.index("if (cg_lane == 0) cg::arrive(cg_base + (cg::u32)((131104 + "
+                       "(cg::floormod(v_k, 4) * 8))));")
+    marker = src.rindex("// @", 0, arrive)
+    assert src[:marker].rstrip().endswith("__syncwarp();")
+    assert "fence the lowering inserts for pipeline_release" in src[src.rindex("// @", 0,
+                                                                              marker):marker]
 
 
 def test_raw_arrives_are_emitted_as_written(kernel_of, emit):
@@ -141,7 +145,7 @@ def test_store_async_is_issued_after_a_role_barrier_and_drained(kernel_of, emit)
     src = emit(kernel_of(STORE_ASYNC)).source
     body = src[src.index("// role worker"):]
     fence = body.index("cg::fence_proxy_async();")
-    sync = body.index("cg::named_sync<1, 128>();  // role worker", fence)
+    sync = body.index("cg::named_sync<1, 128>();  // named barrier role worker", fence)
     issue = body.index("cg::store_async<false>(", sync)
     drain = body.index("cg::bulk_wait_read<0>();", issue)
     assert body.index("cg::named_sync<1, 128>();", drain) > drain

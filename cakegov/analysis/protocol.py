@@ -1,47 +1,61 @@
-"""The protocol analysis of one schedule: lower, unroll under windowed workload sizes,
-explore, and collect anomalies with witnesses.
+"""The protocol analysis of one lowered kernel: for every check shape of the workload, a
+shape whose undeclared sizes are multiples of no tile, and every CTA whose protocol
+differs (first, last, tail in each grid dimension), build the program (cakegov/analysis/
+program.py, spliced by cakegov/analysis/window.py when loops are long and periodic),
+execute it once (cakegov/analysis/execute.py) and collect the anomalies with their
+witnesses.
 
-Window: the protocol state of a ring (stage index, phase parity) is periodic in the loop
-iteration with period P = lcm of the stage counts and index moduli; every (stage, parity)
-combination, every wrap-around and every phase flip occurs within 2P iterations. Loops
-whose trip count exceeds W = 2P + 2 are explored with the workload sizes reduced so that
-the trip count is the smallest value >= W (never below the check shape's own count when
-that is smaller). See docs/checker.md for when this is not enough."""
+Bounds are counts of unrolled events, never time: the same schedule gets the same verdict
+on every machine. A bound that is hit makes the result incomplete, never clean."""
 
 from __future__ import annotations
 
-import time
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cakegov.analysis.explore import Anomaly, Exploration, explore
-from cakegov.analysis.unroll import Unrolled, UnrollError, period, unroll
-from cakegov.ir.expr import Env, EvalError, evaluate, free_symbols
-from cakegov.lower.kernel import LFor, LOp, LoweredKernel
-
-MAX_WINDOW = 64
+from cakegov.analysis.execute import Anomaly, Outcome, execute
+from cakegov.analysis.footprint import Footprints
+from cakegov.analysis.program import Builder, Program, UnrollError
+from cakegov.analysis.semantics import ARRIVAL_LIMIT
+from cakegov.analysis.window import consistent, plan
+from cakegov.ir.expr import (
+    BinOp,
+    Compare,
+    Const,
+    Env,
+    EvalError,
+    Expr,
+    evaluate,
+    free_symbols,
+)
+from cakegov.lower.kernel import LArrive, LCompute, LCopy, LFor, LInit, LOp, LoweredKernel, LWait
 
 
 @dataclass(frozen=True)
 class Bounds:
-    """Explicit bounds of the exploration; hitting one makes the verdict incomplete.
+    """Explicit, deterministic bounds of the analysis."""
 
-    The state bound is the one that normally applies: it is deterministic, so the same
-    schedule gets the same verdict on every machine. The time bound is a safety net set
-    far above the state bound's cost (a few seconds on a 2-core machine), so that it
-    only fires on a machine that is stalled, never decides a verdict under normal load."""
-
-    max_states: int = 50_000
-    max_seconds: float = 60.0
-    max_events: int = 20_000
-    max_window: int = MAX_WINDOW
+    max_events: int = 60_000  # events of one unrolled program
+    max_confirm_events: int = 150_000  # an anomaly found after splicing is re-checked
+    max_runs: int = 64  # (shape, CTA) programs executed
 
 
 @dataclass
 class Run:
+    """One executed program."""
+
     sizes: dict[str, int]
-    unrolled: Unrolled
-    exploration: Exploration
+    cta: tuple[int, int, int]
+    program: Program
+    outcome: Outcome
+    spliced: bool = False
+
+    @property
+    def label(self) -> str:
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        cta = f"CTA {self.cta}" if any(self.cta) else "CTA (0, 0, 0)"
+        return f"{sizes}; {cta}"
 
 
 @dataclass
@@ -50,96 +64,202 @@ class ProtocolResult:
     runs: list[Run] = field(default_factory=list)
     anomalies: list[Anomaly] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
-    window: int = 0
-    period: int = 1
-    elapsed: float = 0.0
+    footprints: Footprints | None = None
+
+    @property
+    def events(self) -> int:
+        return sum(r.program.events for r in self.runs)
 
     @property
     def states(self) -> int:
-        return sum(r.exploration.states for r in self.runs)
+        """Steps executed over every run (the analysis' measure of work)."""
+        return sum(r.outcome.steps for r in self.runs)
+
+    def run_of(self, anomaly: Anomaly) -> Run | None:
+        for run in self.runs:
+            if any(a is anomaly for a in run.outcome.anomalies):
+                return run
+        return None
 
 
-def _loops(ops: tuple[LOp, ...]) -> list[LFor]:
-    out: list[LFor] = []
-    for op in ops:
-        if isinstance(op, LFor):
-            out.append(op)
-            out.extend(_loops(op.body))
+# ---- which shapes and which CTAs --------------------------------------------------------
+
+
+def _all_exprs(kernel: LoweredKernel) -> list[Expr]:
+    out: list[Expr] = list(kernel.grid)
+
+    def visit(ops: tuple[LOp, ...]) -> None:
+        for op in ops:
+            if isinstance(op, LFor):
+                out.extend((op.start, op.stop))
+                visit(op.body)
+            elif isinstance(op, LWait):
+                out.extend((op.index, op.parity))
+            elif isinstance(op, LArrive):
+                out.extend((op.index, op.tx))
+            elif isinstance(op, LCopy):
+                out.extend((op.stage, op.barrier_index, *op.at))
+            elif isinstance(op, LInit):
+                out.append(op.index)
+            elif isinstance(op, LCompute):
+                out.extend(a.stage for a in (*op.reads, *op.writes) if a.stage is not None)
+
+    for role in kernel.roles:
+        visit(role.body)
     return out
 
 
-def _trips(loop: LFor, sizes: Mapping[str, int]) -> int | None:
-    try:
-        env = Env(sizes=sizes)
-        return max(0, -(-(evaluate(loop.stop, env) - evaluate(loop.start, env)) // loop.step))
-    except EvalError:
-        return None  # depends on an outer loop variable: bounded through the outer loop
+def _protocol_exprs(kernel: LoweredKernel) -> list[Expr]:
+    """Expressions that reach the protocol (no grid, no coordinates)."""
+    out: list[Expr] = []
+
+    def visit(ops: tuple[LOp, ...]) -> None:
+        for op in ops:
+            if isinstance(op, LFor):
+                out.extend((op.start, op.stop))
+                visit(op.body)
+            elif isinstance(op, LWait):
+                out.extend((op.index, op.parity))
+            elif isinstance(op, LArrive):
+                out.extend((op.index, op.tx))
+            elif isinstance(op, LCopy):
+                out.extend((op.stage, op.barrier_index))
+            elif isinstance(op, LInit):
+                out.append(op.index)
+            elif isinstance(op, LCompute):
+                out.extend(a.stage for a in (*op.reads, *op.writes) if a.stage is not None)
+
+    for role in kernel.roles:
+        visit(role.body)
+    return out
 
 
-def windowed_sizes(kernel: LoweredKernel, shape: Mapping[str, int], window: int
-                   ) -> dict[str, int]:
-    """`shape` with the sizes that drive loop trip counts reduced to the window."""
-    loops = [lp for role in kernel.roles for lp in _loops(role.body)]
-    sizes = dict(shape)
-    symbols = sorted({s[5:] for lp in loops for s in free_symbols(lp.stop) | free_symbols(
-        lp.start) if s.startswith("size:")} - set(kernel.sizes))
-    for name in symbols:
-        users = [lp for lp in loops if f"size:{name}" in free_symbols(lp.stop) | free_symbols(
-            lp.start)]
-        step = kernel.divisible.get(name, 1)
-
-        def longest(value: int, users: list[LFor] = users, name: str = name) -> int:
-            trial = {**sizes, name: value}
-            return max((_trips(lp, trial) or 0) for lp in users)
-
-        target = min(window, longest(sizes[name]))
-        lo, hi = 1, max(1, sizes[name] // step)
-        while lo < hi:  # smallest multiple of `step` reaching the target trip count
-            mid = (lo + hi) // 2
-            if longest(mid * step) >= target:
-                hi = mid
-            else:
-                lo = mid + 1
-        sizes[name] = lo * step
-    return sizes
+def _constants(expr: Expr, out: set[int]) -> None:
+    if isinstance(expr, Const):
+        if expr.value > 1:
+            out.add(expr.value)
+    elif isinstance(expr, BinOp | Compare):
+        _constants(expr.lhs, out)
+        _constants(expr.rhs, out)
 
 
-def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]], bounds: Bounds = Bounds()
-            ) -> ProtocolResult:
-    """Explore the kernel under every check shape (windowed, deduplicated)."""
-    start = time.perf_counter()
-    p = period(kernel)
-    window = 2 * p + 2
-    result = ProtocolResult(kernel=kernel, window=window, period=p)
-    if window > bounds.max_window:
-        result.incomplete.append(
-            f"protocol period {p} needs a window of {window} iterations, over the bound "
-            f"{bounds.max_window}")
-        return result
-    found: dict[tuple, Anomaly] = {}
-    budget = bounds.max_seconds
-    candidates: dict[tuple, tuple[dict[str, int], Unrolled]] = {}
-    for shape in shapes or [dict(kernel.sizes)]:
-        sizes = windowed_sizes(kernel, shape, window)
-        try:
-            unrolled = unroll(kernel, sizes, bounds.max_events)
-        except UnrollError as exc:
-            result.incomplete.append(f"cannot unroll for {sizes}: {exc}")
+def ragged(kernel: LoweredKernel, shape: Mapping[str, int]) -> dict[str, int] | None:
+    """`shape` with every size the schedule neither fixes nor declares divisible moved to
+    a value that is a multiple of no constant of the kernel (no tile divides it); None
+    when no size moves."""
+    tiles: set[int] = set()
+    for expr in _all_exprs(kernel):
+        _constants(expr, tiles)
+    for buf in kernel.buffers:
+        tiles.update(d for d in buf.shape if d > 1)
+    used = {s[5:] for e in _all_exprs(kernel) for s in free_symbols(e) if s.startswith("size:")}
+    out = dict(shape)
+    moved = False
+    for name in sorted(used):
+        if name in kernel.sizes or name in kernel.divisible or name not in out:
             continue
-        candidates.setdefault(tuple(sorted(unrolled.trip_counts.items())), (sizes, unrolled))
-    # The shortest and the longest trip counts: the longest covers every wrap-around and
-    # phase flip of the window; the shortest covers loops shorter than the ring.
-    ordered = sorted(candidates.values(), key=lambda c: sum(c[1].trip_counts.values()))
-    for sizes, unrolled in ordered[:1] + ordered[1:][-1:]:
-        remaining = budget - (time.perf_counter() - start)
-        exploration = explore(kernel, unrolled, bounds.max_states, max(remaining, 0.01))
-        run = Run(sizes=sizes, unrolled=unrolled, exploration=exploration)
-        result.runs.append(run)
-        if not exploration.complete:
-            result.incomplete.append(f"exploration for {sizes}: {exploration.reason}")
-        for anomaly in exploration.anomalies:
-            akey = (anomaly.kind, tuple(e.path for e in anomaly.events), anomaly.resource)
-            found.setdefault(akey, anomaly)
+        value = out[name] + 1
+        while any(value % t == 0 for t in tiles) and value < out[name] + 4096:
+            value += 1
+        if value != out[name]:
+            out[name] = value
+            moved = True
+    return out if moved else None
+
+
+def ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int, int]]:
+    """The CTAs to analyse: block (0, 0, 0) when nothing the protocol does depends on the
+    block index; else the first, the second-to-last and the last along each grid axis."""
+    depends = any(s.startswith("block:") for e in _protocol_exprs(kernel)
+                  for s in free_symbols(e))
+    if not depends:
+        return [(0, 0, 0)]
+    dims = []
+    env = Env(sizes=sizes)
+    for axis in range(3):
+        try:
+            g = evaluate(kernel.grid[axis], env) if axis < len(kernel.grid) else 1
+        except EvalError:
+            g = 1
+        g = max(g, 1)
+        dims.append(sorted({0, max(g - 2, 0), g - 1}))
+    return [tuple(c) for c in itertools.product(*dims)]  # type: ignore[misc]
+
+
+# ---- the analysis ---------------------------------------------------------------------
+
+
+def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
+            bounds: Bounds = Bounds()) -> ProtocolResult:
+    """Analyse the kernel under every check shape, its ragged variant and every CTA that
+    differs; programs with identical behaviour are executed once."""
+    fp = Footprints(kernel)
+    builder = Builder(kernel, fp)
+    result = ProtocolResult(kernel=kernel, footprints=fp)
+    odd = [b.name for b in kernel.barriers if not 1 <= b.count <= ARRIVAL_LIMIT]
+    if odd:  # the hardware rules reject these; the protocol has no defined meaning
+        result.incomplete.append(f"barrier arrival count outside 1..{ARRIVAL_LIMIT}: "
+                                 f"{', '.join(odd)}")
+        return result
+    all_shapes: list[dict[str, int]] = []
+    for shape in shapes or [dict(kernel.sizes)]:
+        for s in (dict(shape), ragged(kernel, shape)):
+            if s is not None and s not in all_shapes:
+                all_shapes.append(s)
+    seen: set[int] = set()
+    found: dict[tuple, Anomaly] = {}
+    for sizes in all_shapes:
+        for cta in ctas(kernel, sizes):
+            if len(result.runs) >= bounds.max_runs:
+                result.incomplete.append(f"more than {bounds.max_runs} distinct programs "
+                                         "(shapes x CTAs)")
+                break
+            run = _run(builder, fp, kernel, sizes, cta, bounds, seen, result)
+            if run is None:
+                continue
+            result.runs.append(run)
+            for anomaly in run.outcome.anomalies:
+                found.setdefault(anomaly.key, anomaly)
     result.anomalies = list(found.values())
-    result.elapsed = time.perf_counter() - start
     return result
+
+
+def _build(builder: Builder, sizes, cta, cut, limit: int) -> Program:
+    if builder.estimate(sizes, cta, cut, limit) > limit:
+        raise UnrollError(f"more than {limit} events after unrolling (and no sound window "
+                          "shortens the loops)")
+    return builder.build(sizes, cta, cut, limit)
+
+
+def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[str, int],
+         cta: tuple[int, int, int], bounds: Bounds, seen: set[int],
+         result: ProtocolResult) -> Run | None:
+    where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    try:
+        cut = plan(kernel, sizes, cta)
+    except (EvalError, UnrollError):
+        cut = {}
+    try:
+        program = _build(builder, sizes, cta, cut, bounds.max_events)
+        if cut and not consistent(program):
+            cut = {}
+            program = _build(builder, sizes, cta, cut, bounds.max_events)
+    except UnrollError as exc:
+        result.incomplete.append(f"cannot unroll for {where}, CTA {cta}: {exc}")
+        return None
+    key = hash(program.signature())
+    if key in seen:
+        return None
+    seen.add(key)
+    outcome = execute(program, fp, 4 * bounds.max_events)
+    spliced = bool(cut)
+    if spliced and outcome.anomalies:
+        try:  # an anomaly is reported from the whole loop when it fits the bound
+            full = _build(builder, sizes, cta, {}, bounds.max_confirm_events)
+            program, outcome, spliced = full, execute(full, fp, 4 * bounds.max_confirm_events), \
+                False
+        except UnrollError:
+            pass
+    if not outcome.complete:
+        result.incomplete.append(f"execution for {where}, CTA {cta}: {outcome.reason}")
+    return Run(sizes=dict(sizes), cta=cta, program=program, outcome=outcome, spliced=spliced)

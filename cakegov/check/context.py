@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from cakegov.analysis.execute import Anomaly
 from cakegov.analysis.protocol import Bounds, ProtocolResult, analyze
 from cakegov.check.findings import Finding
+from cakegov.check.repair import Fix, RepairError, SourceEditor, apply_edits
 from cakegov.check.rulebook import PrimitivePlugin, RulePlugin, Target
 from cakegov.corpus.workloads import Workload
 from cakegov.ir.dtypes import dtype_bytes
@@ -31,7 +33,21 @@ from cakegov.ir.parse import walk_statements
 from cakegov.lower.derive import LoweringError, lower
 from cakegov.lower.kernel import LoweredKernel
 from cakegov.lower.layout import SmemLayout, smem_layout
-from cakegov.plugin import Effects
+from cakegov.plugin import Effects, Repair
+
+
+def loose_key(anomaly: Anomaly) -> tuple[str, str]:
+    """An anomaly's identity across a change of the source (paths and lines shift)."""
+    return (anomaly.kind, anomaly.resource)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """A repair that removes anomalies: the fix, and the anomalies it removes."""
+
+    fix: Fix
+    removed: tuple[Anomaly, ...]
+    remaining: tuple[Anomaly, ...]
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,11 @@ class CheckContext:
         self.view = ResourceView(schedule, workload)
         self._effects: dict[str, Effects] = {}
         self.findings: list[Finding] = []  # findings of the rules that ran before this one
+        # the source and a way to analyse an edited copy: engine-only, never for rules
+        self._source: str | None = None
+        self._reanalyze: Any = None
+        self._attempts: dict[str, tuple[Anomaly, ...] | None] = {}
+        self.strict = False  # accept only repairs that leave no anomaly (runner, pass 1)
 
     # ---- declarations ----------------------------------------------------------------
 
@@ -146,6 +167,57 @@ class CheckContext:
         return analyze(kernel, self.shapes, self.protocol_bounds)
 
     protocol_bounds: Bounds = Bounds()
+
+    # ---- repairs (trusted: the source never reaches a rule) -------------------------
+
+    def claimed(self) -> set[tuple]:
+        """Keys of the anomalies the findings so far explain."""
+        return {tuple(k) for f in self.findings for k in f.evidence.get("anomalies", ())}
+
+    def unclaimed(self, kinds: tuple[str, ...] | None = None) -> list[Anomaly]:
+        """Anomalies of the protocol analysis no earlier finding explains."""
+        if self.protocol is None:
+            return []
+        taken = self.claimed()
+        return [a for a in self.protocol.anomalies if _key_of(a) not in taken
+                and (kinds is None or a.kind in kinds)]
+
+    def attempt(self, repairs: list[Repair] | tuple[Repair, ...], description: str,
+                target: Anomaly, applicability: str = "machine") -> Attempt | None:
+        """Apply `repairs` (one fix, possibly several edits) to the source, re-analyse
+        and return the fix when it removes `target` and introduces no anomaly the
+        schedule did not have; None otherwise (or when the repair does not apply)."""
+        if self._source is None or self._reanalyze is None or self.protocol is None:
+            return None
+        try:
+            editor = SourceEditor(self._source, self.schedule)
+            edits = [e for r in repairs for e in editor.edits(r)]
+        except (RepairError, SyntaxError, ValueError, IndexError):
+            return None
+        new = apply_edits(self._source, edits)
+        if new not in self._attempts:
+            self._attempts[new] = self._reanalyze(new)
+        after = self._attempts[new]
+        if after is None:
+            return None
+        before = list(self.protocol.anomalies)
+        left, had = _multiset(after), _multiset(before)
+        if any(n > had.get(k, 0) for k, n in left.items()):
+            return None  # the change brings an anomaly of its own
+        if left.get(loose_key(target), 0) >= had.get(loose_key(target), 0):
+            return None  # the anomaly is still there
+        if self.strict and after:
+            return None
+        removed: list[Anomaly] = []
+        budget = dict(left)
+        for a in before:
+            k = loose_key(a)
+            if budget.get(k, 0) > 0:
+                budget[k] -= 1
+            else:
+                removed.append(a)
+        return Attempt(Fix(description=description, applicability=applicability,  # type: ignore[arg-type]
+                           edits=tuple(edits)), tuple(removed), after)
 
     @cached_property
     def pipeline_stages(self) -> dict[str, int]:
@@ -223,6 +295,17 @@ class CheckContext:
         return evaluate(expr, self.env(sizes))
 
 
+def _key_of(anomaly: Anomaly) -> tuple:
+    return (anomaly.kind, anomaly.resource, *(e.path for e in anomaly.events))
+
+
+def _multiset(anomalies) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for a in anomalies:
+        out[loose_key(a)] = out.get(loose_key(a), 0) + 1
+    return out
+
+
 class RuleContext:
     """A CheckContext seen by one rule: adds `finding()` with the rule's metadata."""
 
@@ -246,6 +329,8 @@ class RuleContext:
         evidence: dict[str, Any] | None = None,
         path: str | None = None,
         span: Span | None = None,
+        fix: Fix | None = None,
+        explains: tuple[Anomaly, ...] | list[Anomaly] = (),
     ) -> Finding:
         """A finding of this rule pointing at `node` (or an explicit span)."""
         if isinstance(node, Span):
@@ -265,5 +350,8 @@ class RuleContext:
             stage=stage,
             condition=condition,
             hint=hint,
-            evidence=evidence or {},
+            evidence={**(evidence or {}),
+                      **({"anomalies": [list(_key_of(a)) for a in explains]} if explains
+                         else {})},
+            fixes=(fix,) if fix is not None else (),
         )

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cakegov.check.repair import Fix
 from cakegov.ir.nodes import Span
 
 Severity = Literal["blocking", "report", "hint"]
@@ -33,6 +34,7 @@ class Finding(BaseModel):
     condition: str = ""
     hint: str | None = None
     evidence: dict[str, Any] = Field(default_factory=dict)
+    fixes: tuple[Fix, ...] = ()
 
     def sort_key(self) -> tuple:
         line = self.span.line if self.span else 0

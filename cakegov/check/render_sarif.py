@@ -88,13 +88,15 @@ def _result(f: Finding, index: dict[str, int], root: Path | None) -> dict:
     }
     if f.code in index:
         result["ruleIndex"] = index[f.code]
-    steps = f.evidence.get("witness_steps")
-    if isinstance(steps, list) and steps:
+    steps = f.evidence.get("witness")
+    if isinstance(steps, list):
+        steps = [s if isinstance(s, dict) else {"text": str(s)} for s in steps]
+    if steps:
         result["codeFlows"] = [{"threadFlows": [{"locations": [
             {"location": {
                 "physicalLocation": {"artifactLocation": {"uri": _uri(f.file, root)},
-                                     "region": {"startLine": s.get("line", 1)}},
-                "message": {"text": s.get("text", "")}}}
+                                     "region": {"startLine": max(1, int(s.get("line") or 1))}},
+                "message": {"text": str(s.get("text", ""))}}}
             for s in steps]}]}]
     return result
 

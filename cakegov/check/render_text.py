@@ -51,9 +51,19 @@ def render_finding(f: Finding, lines: list[str]) -> str:
         out.append(f"   = witness ({len(trace)} steps from the start"
                    + (f", last {len(shown)} shown; --format json has all" if skipped else "")
                    + "):")
-        out.extend(f"       {skipped + i + 1}. {step}" for i, step in enumerate(shown))
+        out.extend(f"       {skipped + i + 1}. "
+                   f"{step.get('text', '') if isinstance(step, dict) else step}"
+                   for i, step in enumerate(shown))
     if f.hint:
         out.append(f"   = help: {f.hint}")
+    for fix in f.fixes:
+        for edit in fix.edits:
+            what = "insert" if (edit.span.line, edit.span.col) == (edit.span.end_line,
+                                                                   edit.span.end_col) \
+                else "replace"
+            shown = edit.text.strip() or "(delete)"
+            out.append(f"   = fix ({fix.applicability}): line {edit.span.line}: {what} "
+                       f"`{shown}`")
     return "\n".join(out)
 
 

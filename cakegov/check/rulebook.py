@@ -27,7 +27,7 @@ from cakegov.plugin import Arg
 SEVERITIES = ("blocking", "report", "hint")
 AUTHORITIES = ("legality", "estimate", "coverage")
 STATUSES = ("preview", "stable", "deprecated")
-PHASES = ("main", "final")
+PHASES = ("main", "late", "final")  # late: classify what main rules left; final: report the rest
 CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
@@ -185,7 +185,10 @@ class Rulebook:
                 raise PluginError(rule.relpath, f"code {rule.code} is also used by "
                                   f"{codes[rule.code]}")
             codes[rule.code] = rule.relpath
-        book.rules = tuple(sorted(rules, key=lambda r: (PHASES.index(r.phase), r.code)))
+        # protocol rules classify what the exploration found: after the structural rules,
+        # which can explain a schedule on their own
+        book.rules = tuple(sorted(rules, key=lambda r: (PHASES.index(r.phase),
+                                                        r.category == "protocol", r.code)))
         book.primitives = prims
         book.targets = {
             t.name: t for t in (_load_target(p, root) for p in

@@ -13,7 +13,7 @@ from cakegov.check.rulebook import Rulebook, RulePlugin
 from cakegov.corpus.workloads import Workload
 from cakegov.ir.canonical import schedule_sha256
 from cakegov.ir.errors import InputError
-from cakegov.ir.parse import MAX_SOURCE_BYTES, Vocabulary, parse_bytes
+from cakegov.ir.parse import MAX_SOURCE_BYTES, Vocabulary, decode_source, parse_bytes
 
 SCHEDULE_SUFFIX = ".cake"
 
@@ -92,16 +92,45 @@ class Checker:
             return FileResult(file=file, verdict="error", findings=(_input_finding(file, exc),))
         if self.target_override is not None:
             schedule = schedule.model_copy(update={"target": self.target_override})
-        ctx = CheckContext(
-            schedule=schedule,
-            file=file,
-            target=self.rulebook.targets.get(schedule.target),
-            workload=self.workloads.get(schedule.workload),
-            primitives=self.rulebook.primitives,
-            known_targets=tuple(sorted(self.rulebook.targets)),
-        )
+        ctx = self.context(schedule, file)
+        ctx._source = decode_source(data)
+        ctx._reanalyze = self._reanalyze
+        # The protocol analysis runs once, before any rule, and is not charged to one.
+        try:
+            _ = ctx.protocol
+        except Exception as exc:  # an engine failure is internal, never a verdict
+            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+            return FileResult(file=file, verdict="error", findings=(Finding(
+                code="P098", rule="protocol-bounds", severity="blocking",
+                authority="internal", message=f"the protocol analysis failed: {tb}",
+                file=file, path="schedule"),))
         findings: list[Finding] = []
-        for rule in self.active_rules():
+        rules = self.active_rules()
+        main = [r for r in rules if r.phase in ("main", "late")]
+        final = [r for r in rules if r.phase == "final"]
+        # Repairs are first accepted only when they leave no anomaly at all, so that the
+        # rule whose fix explains everything wins; then, for what is left (a schedule with
+        # several defects), when they remove their anomaly without adding one.
+        ctx.strict = True
+        self._run(main, ctx, findings, file)
+        ctx.strict = False
+        ctx.findings = list(findings)
+        if ctx.unclaimed() and not any(f.authority == "internal" for f in findings):
+            self._run([r for r in main if r.category == "protocol"], ctx, findings, file)
+        self._run(final, ctx, findings, file)
+        findings.sort(key=Finding.sort_key)
+        reasons = tuple(f.message for f in findings if f.authority == "coverage")
+        return FileResult(
+            file=file, schedule=schedule.name, sha256=schedule_sha256(schedule),
+            target=schedule.target, workload=schedule.workload,
+            verdict=verdict_of(findings, incomplete=bool(reasons)),
+            findings=tuple(findings), incomplete_reasons=reasons,
+        )
+
+    @staticmethod
+    def _run(rules: list[RulePlugin], ctx: CheckContext, findings: list[Finding],
+             file: str) -> None:
+        for rule in rules:
             try:
                 ctx.findings = list(findings)
                 findings.extend(rule.check(RuleContext(ctx, rule)))
@@ -112,14 +141,28 @@ class Checker:
                     message=f"rule {rule.code} {rule.name} crashed: {tb}", file=file,
                     path="schedule",
                 ))
-        findings.sort(key=Finding.sort_key)
-        reasons = tuple(f.message for f in findings if f.authority == "coverage")
-        return FileResult(
-            file=file, schedule=schedule.name, sha256=schedule_sha256(schedule),
-            target=schedule.target, workload=schedule.workload,
-            verdict=verdict_of(findings, incomplete=bool(reasons)),
-            findings=tuple(findings), incomplete_reasons=reasons,
+
+    def context(self, schedule, file: str) -> CheckContext:
+        return CheckContext(
+            schedule=schedule,
+            file=file,
+            target=self.rulebook.targets.get(schedule.target),
+            workload=self.workloads.get(schedule.workload),
+            primitives=self.rulebook.primitives,
+            known_targets=tuple(sorted(self.rulebook.targets)),
         )
+
+    def _reanalyze(self, source: str):
+        """The protocol anomalies of an edited schedule (None when it does not parse or
+        lower): how the engine re-checks a rule's proposed repair."""
+        try:
+            schedule = parse_bytes(source.encode("utf-8"), self.vocabulary)
+        except InputError:
+            return None
+        if self.target_override is not None:
+            schedule = schedule.model_copy(update={"target": self.target_override})
+        result = self.context(schedule, "<repair>").protocol
+        return None if result is None else tuple(result.anomalies)
 
     def check_paths(self, paths: Iterable[Path]) -> list[FileResult]:
         return [self.check_path(p) for p in expand_paths(paths)]

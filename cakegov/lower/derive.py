@@ -52,6 +52,7 @@ from cakegov.lower.kernel import (
     LParam,
     LRole,
     LWait,
+    role_barrier_id,
 )
 from cakegov.lower.layout import smem_layout
 from cakegov.lower.registers import REGISTERS_PER_SM, REGISTERS_PER_THREAD, launch_registers
@@ -161,6 +162,23 @@ class _Lowerer:
         raise LoweringError(f"{path}: bulk loads read 1-D or 2-D tensors with one coordinate "
                             f"per dimension (`{tensor}` has {len(dims)}, `at` {len(at)})")
 
+    def role_sync(self, role: RoleDecl, base: dict, why: str) -> LOp:
+        """The synchronisation of every thread of `role` that the lowering inserts before a
+        bulk copy or bulk store (the copy then follows everything the role did) and after
+        a bulk-group wait: `bar.sync` on the role's reserved named barrier, or
+        `__syncwarp()` for a one-warp role."""
+        warps = role.warp_stop - role.warp_start
+        if warps <= 1:
+            return LFence(**base, scope="warp", derived=why)
+        named = [d.id for d in self.schedule.resources if isinstance(d, NamedBarrierDecl)]
+        roles = [(r.name, r.warp_stop - r.warp_start) for r in self.schedule.roles]
+        ident = role_barrier_id(named, roles, role.name)
+        if ident is None:
+            raise LoweringError(f"no hardware named barrier is left to synchronise role "
+                                f"`{role.name}` (the schedule uses the others)")
+        return LNamedSync(**base, barrier=f"role {role.name}", id=ident, threads=warps * 32,
+                          wait=True, derived=why)
+
     def arrivals(self, role: RoleDecl, per: str) -> int:
         warps = role.warp_stop - role.warp_start
         return {"role": 1, "warp": warps, "thread": warps * 32}[per]
@@ -188,7 +206,7 @@ class _Lowerer:
             decl = self.decls[dst.name]
             assert isinstance(decl, SmemDecl)
             at = tuple(resolve_stages(e, self.stages) for e in a["at"].items)
-            return [LCopy(
+            return [self.role_sync(role, base, "load"), LCopy(
                 **base, buffer=dst.name,
                 stage=resolve_stages(dst.stage, self.stages) if dst.stage is not None
                 else Const(value=0),
@@ -206,15 +224,16 @@ class _Lowerer:
             per = a["per"].value if "per" in a else ("warp" if p == "mbarrier_arrive"
                                                       else "role")
             n = self.arrivals(role, per)
-            tx = 0
+            tx: Expr = Const(value=0)
             if p == "mbarrier_expect_tx":
                 value = a["bytes"]
-                if not (isinstance(value, ExprValue) and isinstance(value.expr, Const)):
-                    raise LoweringError(f"{call.path}: expect_tx bytes must be static")
-                tx = value.expr.value * n
+                if not isinstance(value, ExprValue):
+                    raise LoweringError(f"{call.path}: expect_tx bytes must be an index "
+                                        "expression")
+                tx = resolve_stages(value.expr, self.stages)
             return [LArrive(**base, barrier=self.barrier_name(bar),
-                            index=self.barrier_index(bar), arrivals=n, tx_bytes=tx,
-                            per=per, source=p)]
+                            index=self.barrier_index(bar), arrivals=n, tx=tx,
+                            expects=p == "mbarrier_expect_tx", per=per, source=p)]
         if p == "mbarrier_wait":
             bar = a["bar"]
             return [LWait(**base, barrier=self.barrier_name(bar),
@@ -243,8 +262,11 @@ class _Lowerer:
             if not (isinstance(pending, ExprValue) and isinstance(pending.expr, Const)
                     and pending.expr.value >= 0):
                 raise LoweringError(f"{call.path}: `pending` must be a static count >= 0")
-            return [LGroupWait(**base, group=group_waits[0].barrier, pending=pending.expr.value,
-                               source=p)]
+            ops: list[LOp] = [LGroupWait(**base, group=group_waits[0].barrier,
+                                         pending=pending.expr.value, source=p)]
+            if group_waits[0].barrier == "bulk":  # the role's other warps learn it too
+                ops.append(self.role_sync(role, base, p))
+            return ops
         if p == "fence_proxy":
             return [LFence(**base, scope="proxy_async")]
         if p == "syncwarp":
@@ -256,8 +278,11 @@ class _Lowerer:
         writes = tuple(x.model_copy(update={"stage": resolve_stages(x.stage, self.stages)})
                        if x.stage is not None else x for x in eff.writes)
         group = next((b.barrier for b in eff.barriers if b.op == "commit_group"), None)
-        return [LCompute(**base, primitive=p, args=args, reads=reads, writes=writes,
-                         flops=eff.flops, global_bytes=eff.global_bytes, group=group)]
+        op = LCompute(**base, primitive=p, args=args, reads=reads, writes=writes,
+                      flops=eff.flops, global_bytes=eff.global_bytes, group=group)
+        if group == "bulk":  # every thread has written (and fenced) its part of the tile
+            return [self.role_sync(role, base, p), op]
+        return [op]
 
     def pipeline_op(self, call: Call, role: RoleDecl) -> list[LOp]:
         ring = self.pipelines[call.args["ring"].name]
@@ -271,17 +296,19 @@ class _Lowerer:
                                     parity=producer_parity(k, s), source=call.primitive)]
             if ring.name in self.tx_bytes:
                 ops.append(LArrive(**base, barrier=full, index=stage, arrivals=1,
-                                   tx_bytes=self.tx_bytes[ring.name], per="role",
-                                   source=call.primitive))
+                                   tx=Const(value=self.tx_bytes[ring.name]), expects=True,
+                                   per="role", source=call.primitive))
             return ops
-        if call.primitive == "pipeline_commit":
-            return [LArrive(**base, barrier=full, index=stage, arrivals=1, per="role",
+        if call.primitive == "pipeline_commit":  # the whole role has written the stage
+            return [self.role_sync(role, base, call.primitive),
+                    LArrive(**base, barrier=full, index=stage, arrivals=1, per="role",
                             source=call.primitive)]
         if call.primitive == "pipeline_wait":
             return [LWait(**base, barrier=full, index=stage, parity=consumer_parity(k, s),
                           source=call.primitive)]
-        if call.primitive == "pipeline_release":
-            return [LArrive(**base, barrier=empty, index=stage,
+        if call.primitive == "pipeline_release":  # every lane of each warp is done
+            return [LFence(**base, scope="warp", derived=call.primitive),
+                    LArrive(**base, barrier=empty, index=stage,
                             arrivals=self.arrivals(role, "warp"), per="warp",
                             source=call.primitive)]
         raise LoweringError(f"unknown pipeline operation {call.primitive}")

@@ -44,8 +44,6 @@ from cakegov.lower.spellings import ARRIVERS, FENCES, FRAGMENT_TYPES, PTX
 
 TEMPLATES = Path(__file__).parent / "templates"
 MARKER_RE = re.compile(r"^\s*// @ (?P<path>\S+) \(line (?P<line>\d+)\): ")
-# Arrives derived from these pipeline operations synchronise their group first.
-PIPELINE_HANDOFFS = frozenset({"pipeline_release", "pipeline_commit"})
 
 __all__ = ["EmitError", "EmitResult", "emit_cuda"]
 
@@ -127,6 +125,8 @@ class _Emitter:
 
     def op(self, op: LOp, role: LRole) -> list[str]:
         what = getattr(op, "source", None) or getattr(op, "primitive", None) or op.kind
+        if getattr(op, "derived", ""):
+            what = f"{op.kind} the lowering inserts for {op.derived}"
         if isinstance(op, LCopy):
             what = "load"
         elif isinstance(op, LFor):
@@ -147,10 +147,12 @@ class _Emitter:
         if isinstance(op, LArrive):
             bar = self.barrier(op.barrier)
             return self.render(
-                "arrive.cu.j2", before=self.arrive_order(op, role),
-                who=ARRIVERS[op.per], call="arrive_expect_tx" if op.tx_bytes else "arrive",
+                "arrive.cu.j2", who=ARRIVERS[op.per],
+                call="arrive_expect_tx" if op.expects else "arrive",
                 address=cexpr(bar.slot_offset(op.index)),
-                extra=[f"{op.tx_each}u"] if op.tx_bytes else [], barrier=op.barrier,
+                extra=([f"{op.tx_each}u" if op.tx_each is not None
+                        else f"(cg::u32)({cexpr(op.tx)})"] if op.expects else []),
+                barrier=op.barrier,
                 index=render(op.index), arrivals=op.arrivals)
         if isinstance(op, LNamedSync):
             return self.render("named.cu.j2", call="named_sync" if op.wait else "named_arrive",
@@ -162,40 +164,15 @@ class _Emitter:
             return self.render("init.cu.j2", address=cexpr(bar.slot_offset(op.index)),
                                count=op.count, barrier=op.barrier, index=render(op.index))
         if isinstance(op, LGroupWait):
-            return self.render(f"group_wait_{op.group}.cu.j2", pending=op.pending,
-                               role_sync=self.role_sync(role))
+            return self.render(f"group_wait_{op.group}.cu.j2", pending=op.pending)
         if isinstance(op, LCopy):
             return self.copy(op, role)
         if isinstance(op, LCompute):
             return self.compute(op, role)
         raise EmitError(f"no template for lowered op {op.kind}")
 
-    def arrive_order(self, op: LArrive, role: LRole) -> list[str]:
-        """A pipeline hands a stage over only when every thread of the arriving group is
-        done with it: the arrives the lowering derives for `ring.release` (one per warp)
-        and `ring.commit` (one per role) first synchronise that group. Raw arrives are
-        emitted as written: ordering them is the author's job, and the checker's."""
-        if op.source not in PIPELINE_HANDOFFS:
-            return []
-        if op.per == "warp":
-            return ["__syncwarp();"]
-        if op.per == "role":
-            return [self.role_sync(role)]
-        return []
-
-    def role_sync(self, role: LRole) -> str:
-        """The statement that synchronises every thread of `role` (and nothing else)."""
-        if role.warps == 1:
-            return "__syncwarp();"
-        bar = self.kernel.role_barrier(role.name)
-        if bar is None:
-            raise EmitError(f"no hardware named barrier is left to synchronise role "
-                            f"`{role.name}` (the schedule uses the others)")
-        return f"cg::named_sync<{bar}, {role.warps * 32}>();  // role {role.name}"
-
     def role_view(self, role: LRole) -> dict[str, Any]:
-        return {"name": role.name, "threads": role.warps * 32, "warps": role.warps,
-                "sync": self.role_sync(role)}
+        return {"name": role.name, "threads": role.warps * 32, "warps": role.warps}
 
     def copy(self, op: LCopy, role: LRole) -> list[str]:
         buf = self.kernel.buffer(op.buffer)

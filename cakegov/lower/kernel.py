@@ -119,9 +119,9 @@ class _Op(_Model):
 
 
 class LCopy(_Op):
-    """A bulk copy global -> shared of `rows` rows of `row_bytes`, issued by the first
-    warp of the role; completes asynchronously by delivering `bytes` to
-    `barrier[barrier_index]`.
+    """A bulk copy global -> shared of `rows` rows of `row_bytes`, issued by the lanes of
+    the first warp of the role right after a role synchronisation (an explicit op before
+    it); completes asynchronously by delivering `bytes` to `barrier[barrier_index]`.
 
     The source is seen as a row-major 2-D tensor of `src_rows x src_cols` elements (a 1-D
     tensor of n elements is `1 x n`), and tile row `r` comes from tensor row `row0 + r`,
@@ -151,21 +151,30 @@ class LCopy(_Op):
 
 
 class LArrive(_Op):
-    """`arrivals` arrivals on `barrier[index]`; `tx_bytes` > 0 first adds that many
-    transaction bytes (arrive.expect_tx)."""
+    """`arrivals` arrivals on `barrier[index]`, each first adding `tx` transaction bytes
+    (`arrive.expect_tx` when `expects`). `tx` is an index expression: a byte count that
+    depends on the CTA (a tail tile) or on the sizes is evaluated where it runs."""
 
     kind: Literal["arrive"] = "arrive"
     barrier: str
     index: Expr
     arrivals: int
-    tx_bytes: int = 0
+    tx: Expr = Const(value=0)
+    expects: bool = False
     per: Literal["thread", "warp", "role"]
     source: str  # primitive that produced it (e.g. pipeline_release)
 
     @property
-    def tx_each(self) -> int:
-        """Transaction bytes each of the `arrivals` arrivers arms."""
-        return self.tx_bytes // self.arrivals if self.arrivals else 0
+    def tx_each(self) -> int | None:
+        """Transaction bytes each arrival arms, when static (None: depends on the CTA or
+        the sizes)."""
+        return self.tx.value if isinstance(self.tx, Const) else None
+
+    @property
+    def tx_bytes(self) -> int:
+        """Static bytes armed by all `arrivals` together (0 when none or not static)."""
+        each = self.tx_each
+        return each * self.arrivals if each else 0
 
 
 class LWait(_Op):
@@ -179,16 +188,24 @@ class LWait(_Op):
 
 
 class LNamedSync(_Op):
+    """`bar.sync id, threads` (`wait`) or `bar.arrive id, threads`. `derived` names the
+    operation the lowering inserted it for (a role sync before a bulk copy, ...); empty
+    for the schedule's own named barriers and `lm.sync_cta()`."""
+
     kind: Literal["named"] = "named"
     barrier: str
     id: int
     threads: int
     wait: bool  # bar.sync (True) or bar.arrive (False)
+    derived: str = ""
 
 
 class LFence(_Op):
+    """A fence or warp synchronisation; `derived` as for LNamedSync."""
+
     kind: Literal["fence"] = "fence"
     scope: Literal["proxy_async", "warp", "mbarrier_init"]
+    derived: str = ""
 
 
 class LInit(_Op):
@@ -318,15 +335,23 @@ class LoweredKernel(_Model):
         return next((p for p in self.params if p.name == name), None)
 
     def role_barrier(self, role: str) -> int | None:
-        """The hardware named-barrier id reserved for synchronising the threads of one
-        multi-warp role among themselves (`bar.sync id, role threads`), or None for a
-        single-warp role (`__syncwarp()` suffices). Ids are handed out from 1 upwards to
-        the multi-warp roles in declaration order, skipping 0 (`__syncthreads`) and every
-        id the schedule's named barriers use; None also when none is left."""
-        taken = {0} | {n.id for n in self.named_barriers}
-        free = [i for i in range(1, NAMED_BARRIER_IDS) if i not in taken]
-        multi = [r.name for r in self.roles if r.warps > 1]
-        if role not in multi:
-            return None
-        index = multi.index(role)
-        return free[index] if index < len(free) else None
+        """The named-barrier id that synchronises the threads of one multi-warp role among
+        themselves (`role_barrier_id`)."""
+        return role_barrier_id([n.id for n in self.named_barriers],
+                               [(r.name, r.warps) for r in self.roles], role)
+
+
+def role_barrier_id(named_ids: list[int], roles: list[tuple[str, int]], role: str
+                    ) -> int | None:
+    """The hardware named-barrier id reserved for synchronising the threads of one
+    multi-warp role among themselves (`bar.sync id, role threads`), or None for a
+    single-warp role (`__syncwarp()` suffices). Ids are handed out from 1 upwards to the
+    multi-warp roles in declaration order, skipping 0 (`__syncthreads`) and every id the
+    schedule's named barriers use; None also when none is left."""
+    taken = {0, *named_ids}
+    free = [i for i in range(1, NAMED_BARRIER_IDS) if i not in taken]
+    multi = [name for name, warps in roles if warps > 1]
+    if role not in multi:
+        return None
+    index = multi.index(role)
+    return free[index] if index < len(free) else None

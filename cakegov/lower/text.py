@@ -53,7 +53,10 @@ def _op(op: LOp, depth: int) -> list[str]:
         return [f"{pad}wait {op.barrier}[{render(op.index)}] parity {render(op.parity)}"
                 f"    # {op.source}, line {op.span.line}"]
     if isinstance(op, LArrive):
-        tx = f", expect_tx {op.tx_each} B each ({op.tx_bytes} B)" if op.tx_bytes else ""
+        tx = ""
+        if op.expects:
+            each = render(op.tx) if op.tx_each is None else f"{op.tx_each}"
+            tx = f", expect_tx {each} B each" + (f" ({op.tx_bytes} B)" if op.tx_bytes else "")
         return [f"{pad}arrive {op.barrier}[{render(op.index)}] x{op.arrivals} "
                 f"(one per {op.per}){tx}    # {op.source}, line {op.span.line}"]
     if isinstance(op, LCopy):
@@ -64,9 +67,11 @@ def _op(op: LOp, depth: int) -> list[str]:
                 f"on {op.barrier}[{render(op.barrier_index)}]{pad_s}{where}"]
     if isinstance(op, LNamedSync):
         verb = "bar.sync" if op.wait else "bar.arrive"
-        return [f"{pad}{verb} {op.id}, {op.threads} ({op.barrier}){where}"]
+        why = f", inserted for {op.derived}" if op.derived else ""
+        return [f"{pad}{verb} {op.id}, {op.threads} ({op.barrier}{why}){where}"]
     if isinstance(op, LFence):
-        return [f"{pad}fence {op.scope}{where}"]
+        why = f" (inserted for {op.derived})" if op.derived else ""
+        return [f"{pad}fence {op.scope}{why}{where}"]
     if isinstance(op, LInit):
         return [f"{pad}init {op.barrier}[{render(op.index)}] count {op.count}{where}"]
     if isinstance(op, LGroupWait):

@@ -1,13 +1,13 @@
 """Transaction bytes must be armed once per phase.
 
 ## What it does
-Counts, for every phase of every barrier slot, how many threads arm it with transaction
-bytes: an `arrive_expect_tx` arms from one elected thread, with `per="warp"` once per
-warp of the role, and two `arrive_expect_tx` on the same slot in one iteration arm twice.
-When a phase is armed more than once and the armed bytes exceed what its copies deliver,
-the rule points at the arm that repeats (the `per="warp"` one, else the second) and names
-the arms, the bytes armed and delivered, and the arrivals against the count. Several
-arms that split the phase's bytes between them are legal and not reported.
+The protocol analysis reaches an anomaly (a phase that never completes because more
+bytes are armed than delivered, or arrivals that spill into the next phase) on a barrier
+whose phases are armed by more than one thread: an `arrive_expect_tx(per="warp")` that
+every warp of the role executes, or a second arming statement. The rule proposes arming
+once (`per="role"`, or deleting the extra `arrive_expect_tx`), has the engine re-check the
+schedule, and reports only when that removes the anomaly, pointing at the statement that
+arms again, with the witness and the re-checked fix.
 
 ## Why is this bad?
 Every arm adds its bytes to the phase's transaction count and one arrival to its
@@ -27,17 +27,19 @@ that never come and every waiter hangs (and the extra arrivals exceed the count)
 ```
 """
 
-from cakegov.analysis.accounting import (
-    accounting_of,
-    describe_copies,
-    double_arms,
-    evidence_of,
-    witness_for,
+from cakegov.analysis.diagnose import (
+    Candidate,
+    barriers_of,
+    classify,
+    evidence,
+    program_of,
+    slots_of,
 )
+from cakegov.plugin import Repair
 
 CODE = "P004"
 NAME = "double-arming"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -47,43 +49,54 @@ MOTIVATED_BY = (
     "corpus/invalid/scale/handoff_arm_per_warp.cake",
 )
 
-_KINDS = ("deadlock", "overflow", "leftover")
+_KINDS = ("deadlock", "over-arrival", "premature", "race", "early-pass", "lapped",
+          "tx-range")
+
+
+def _candidates(ctx, anomaly):
+    program = program_of(ctx, anomaly)
+    if program is None:
+        return
+    for name in barriers_of(ctx, anomaly):
+        bar = ctx.protocol.kernel.barrier(name)
+        slots = slots_of(program, bar.name)
+        arms = [ev for t in program.threads for ev in t.events
+                if ev.kind == "arrive" and ev.slot in slots and ev.tx]
+        paths = list(dict.fromkeys(a.path for a in arms))
+        for arm in {a.path: a for a in arms}.values():
+            if arm.n > 1 and arm.source == "mbarrier_expect_tx":
+                yield Candidate((Repair("set_arg", arm.path, "per", '"role"'),),
+                                f"drop `per=\"warp\"`: one elected thread of {arm.role} "
+                                "arms the phase once (the default `per=\"role\"`)",
+                                subject=arm.path, value=(arm, len(paths)))
+        if len(paths) > 1:
+            for path in reversed(paths):
+                arm = next(a for a in arms if a.path == path)
+                if arm.source != "mbarrier_expect_tx":
+                    continue
+                yield Candidate((Repair("delete", path),),
+                                f"remove this arrive_expect_tx: another statement already "
+                                f"arms every phase of `{bar.name}`", subject=path,
+                                value=(arm, len(paths)))
+
+
+def _report(ctx, anomaly, attempt, cand):
+    arm, statements = cand.value
+    program = program_of(ctx, anomaly)
+    barrier = program.slots[arm.slot][0] if program is not None else ""
+    if arm.n > 1:
+        why = f"`per=\"warp\"` makes each of the {arm.n} warps of {arm.role} arm it"
+    else:
+        why = f"{statements} statements arm it"
+    return ctx.finding(
+        ctx.node_at(arm.path),
+        f"each phase of `{barrier}` is armed more than once: {why}, so the phase expects "
+        f"more bytes (and arrivals) than its copies deliver",
+        condition="transaction bytes armed once per phase",
+        hint=attempt.fix.description, resource=barrier, role=arm.role,
+        evidence=evidence(anomaly, arms=arm.n, statements=statements),
+        fix=attempt.fix, explains=attempt.removed)
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or not result.runs:
-        return
-    acc = accounting_of(result)
-    for arm, t in double_arms(acc):
-        barrier = t.slot[0]
-        count = acc.count(barrier)
-        arms = ", ".join(
-            f"line {e.line}" + (f" x{e.arrivals} (per warp)" if e.arrivals > 1 else "")
-            for e in sorted(t.arms, key=lambda e: e.line))
-        if arm.per == "warp" and arm.arrivals > 1:
-            why = f"`per=\"warp\"` makes each of the {arm.arrivals} warps of {arm.role} arm it"
-            hint = (f"drop `per=\"warp\"`: one elected thread of {arm.role} arms "
-                    f"{t.delivered:,} B once per phase (the default `per=\"role\"`)")
-        else:
-            first = min(t.arms, key=lambda e: e.line)
-            why = f"line {arm.line} arms it again after line {first.line}"
-            hint = (f"remove this arrive_expect_tx: line {first.line} already arms the phase; "
-                    f"arm it once with the bytes of all its copies ({t.delivered:,} B)")
-        anomaly = witness_for(result, _KINDS, resource=barrier)
-        evidence = {"arms": t.arm_count, "armed": t.armed, "delivered": t.delivered,
-                    "arrivals": t.total, "count": count, "slot": t.slot[1],
-                    "phase": t.phase}
-        evidence = evidence_of(anomaly, **evidence)
-        yield ctx.finding(
-            ctx.node_at(arm.path),
-            (f"{t.label} is armed {t.arm_count} times ({arms}): {why}. The phase expects "
-             f"{t.armed:,} B and {t.total} arrival(s) (count {count}) but its copies deliver "
-             f"{t.delivered:,} B ({describe_copies(t)}), so it never completes (deadlock)"),
-            condition=f"transaction bytes armed once per phase: {t.arm_count} arms",
-            hint=hint,
-            resource=barrier,
-            role=arm.role,
-            stage=f"stage {t.slot[1]}",
-            evidence=evidence,
-        )
+    yield from classify(ctx, _KINDS, _candidates, _report)

@@ -1,15 +1,15 @@
 """A stage read by an asynchronous MMA must not be released before the MMA has finished.
 
 ## What it does
-`lm.mma_async` (wgmma) reads its shared-memory operands through the async proxy while its
-group is in flight; only `lm.mma_wait(pending=N)` tells the issuing role that the group
-has finished. The protocol analysis gives every role's in-flight MMA groups a clock lane
-of their own that joins the role's clock only when a group wait retires them, so a
-release (`ring.release(k)` or an empty-barrier arrive) issued before that wait does not
-carry the MMA's reads to the producer. This rule reports the race the exploration then
-finds between the producer's next write into the stage and the MMA's read: it points at
-the release, names the buffer, the stage, the iterations, the MMA and the overwriting
-load, and says which group wait (and with which `pending`) retires the MMA in time.
+The protocol analysis finds a race between an `lm.mma_async` (wgmma) that is still
+reading a shared-memory stage through the async proxy and a write into that stage by the
+role it handed the stage to: the stage was released (`ring.release(k)` or an
+empty-barrier arrive) before an `lm.mma_wait(pending=N)` retired the MMA's group, so the
+release does not carry the tensor cores' reads. The rule proposes retiring the group
+before the release (a lower `pending` on a wait already in between, or a new
+`lm.mma_wait` before the release), has the engine re-check the schedule, and reports
+only when that removes the race: at the release, with the witness and the re-checked
+fix.
 
 ## Why is this bad?
 The producer refills the stage as soon as the release completes its empty phase, while
@@ -31,20 +31,19 @@ and fails under load or on another GPU.
 ```
 """
 
-from cakegov.analysis.asynchrony import (
-    anomalies_of,
-    iteration,
-    last_wait_before,
-    release_between,
-    retiring_wait,
-    role_events,
-    wait_fix,
+from cakegov.analysis.diagnose import (
+    Candidate,
+    classify,
+    evidence,
+    hand_off_after,
+    program_of,
+    slot_stage,
 )
-from cakegov.analysis.witness import witness_evidence
+from cakegov.plugin import Repair
 
 CODE = "P010"
 NAME = "early-release"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -53,42 +52,53 @@ MOTIVATED_BY = (
     "corpus/invalid/gemm/raw_empty_arrive_before_mma_wait.cake",
 )
 
+_KINDS = ("race", "lapped", "premature")
+
+
+def _candidates(ctx, anomaly):
+    program = program_of(ctx, anomaly)
+    if program is None or anomaly.kind != "race" or len(anomaly.events) != 2:
+        return
+    second, first = anomaly.events
+    if first.group != "wgmma" or second.thread == first.thread or \
+            not any(m.write and m.space == "smem" for m in second.mem):
+        return  # not a hand-off: another role overwriting what the MMA still reads
+    release = hand_off_after(program, first)
+    if release is None:
+        return
+    events = program.threads[first.thread].events
+    between = [e for e in events[first.seq + 1:release.seq]
+               if e.kind == "retire" and e.group == "wgmma"]
+    for wait in reversed(between):
+        for pending in range(wait.pending - 1, -1, -1):
+            yield Candidate((Repair("set_arg", wait.path, "pending", str(pending)),),
+                            f"lower `lm.mma_wait(pending={wait.pending})` to "
+                            f"`pending={pending}` so the group has finished reading the "
+                            "stage when it is released", subject=release.path,
+                            value=(first, release))
+    later = [e for e in events[release.seq + 1:] if e.kind == "retire" and e.group == "wgmma"]
+    if later and later[0].iters == release.iters:
+        yield Candidate((Repair("move_after", release.path, other=later[0].path),),
+                        "release the stage after the `lm.mma_wait` that retires its MMA",
+                        subject=release.path, value=(first, release))
+    yield Candidate((Repair("insert", release.path, text="lm.mma_wait(pending=0)"),),
+                    "insert `lm.mma_wait(pending=0)` before the release, so the group has "
+                    "finished reading the stage", subject=release.path, value=(first, release))
+
+
+def _report(ctx, anomaly, attempt, cand):
+    mma, release = cand.value
+    stage = slot_stage(program_of(ctx, anomaly), anomaly)
+    return ctx.finding(
+        ctx.node_at(release.path),
+        f"`{mma.role}` releases `{anomaly.resource}` stage {stage} while the mma_async of "
+        f"line {mma.line} may still be reading it: {anomaly.message}",
+        condition="a stage read by lm.mma_async is released only after an lm.mma_wait "
+                  "retires that group",
+        hint=attempt.fix.description, resource=anomaly.resource, role=mma.role,
+        stage=str(stage) if stage is not None else None,
+        evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
+
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None:
-        return
-    seen = set()
-    for anomaly in anomalies_of(result, "race"):
-        d = anomaly.details
-        if d.get("first_group") != "wgmma" or d.get("space") != "smem" or \
-                not d.get("issue_ordered"):
-            continue
-        writer, mma = anomaly.events
-        events = role_events(result, mma)
-        retire = retiring_wait(events, mma)
-        waited = last_wait_before(role_events(result, writer), writer.seq)
-        release = release_between(events, mma.seq, retire.seq if retire else len(events),
-                                  waited.slot if waited is not None else None)
-        if release is None or release.path in seen:
-            continue
-        seen.add(release.path)
-        buf, stage = anomaly.resource, d.get("stage")
-        retired = (f"the first wait that retires it is line {retire.line}"
-                   f"{iteration(retire)}" if retire else "no lm.mma_wait ever retires it")
-        yield ctx.finding(
-            ctx.node_at(release.path),
-            f"`{mma.role}` releases `{buf}` stage {stage}{iteration(release)} while the "
-            f"mma_async of line {mma.line}{iteration(mma)} may still be reading it: "
-            f"`{writer.role}` then refills the stage (line {writer.line}"
-            f"{iteration(writer)}) under the tensor cores' reads",
-            condition=(f"a stage read by lm.mma_async is released only after an "
-                       f"lm.mma_wait retires that group; {retired}, after this release "
-                       f"(line {release.line})"),
-            hint=f"{wait_fix(events, mma, release)}, so the group has finished reading "
-                 f"`{buf}` stage {stage} when it is released",
-            resource=buf, role=mma.role, stage=str(stage),
-            evidence=witness_evidence(anomaly, buffer=buf, stage=stage,
-                                      release_line=release.line, mma_line=mma.line,
-                                      overwrite_line=writer.line),
-        )
+    yield from classify(ctx, _KINDS, _candidates, _report)

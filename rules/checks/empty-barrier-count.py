@@ -1,15 +1,14 @@
 """An empty barrier's arrival count must equal the consumer releases of each phase.
 
 ## What it does
-Counts, for every phase of every slot of an empty (consumer -> producer) barrier, the
-arrivals with which the consumers release it: a pipeline's `release` and a plain
-`arrive` arrive once per warp of the releasing role (`per="warp"`, the default), or once
-per role or per thread when the schedule says so. Phases are taken from the unrolled
-roles, so several consumer roles releasing the same stage add up, and ping-pong
-consumers that release alternate phases do not. When every phase receives the same
-number of releases and that number differs from the count of `lm.mbarrier(count=...)`
-(or a pipeline's `empty_count=`), the rule points at the declaration and names the count
-that matches.
+The protocol analysis reaches an anomaly (the producer blocked forever on a stage
+that never comes back, or a stage handed back before every consumer warp is done, and
+the overwrite race that follows) and the barrier that hands storage back (its waiters
+write what its arrivers read) has an init count that differs from the releases each phase
+receives. The rule proposes the count each phase really receives (one arrive per warp of
+each releasing role, or as the arrive statements say), has the engine re-check the
+schedule with it, and reports only when that removes the anomaly, pointing at the
+declaration with the witness and the re-checked fix.
 
 ## Why is this bad?
 With a count above the releases, no phase ever completes: the producer waits forever the
@@ -31,11 +30,11 @@ phase early. The result is silently wrong data.
 ```
 """
 
-from cakegov.analysis.accounting import count_findings
+from cakegov.analysis.diagnose import count_findings
 
 CODE = "P002"
 NAME = "empty-barrier-count"
-VERSION = "1.0.1"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -44,9 +43,6 @@ MOTIVATED_BY = (
     "corpus/invalid/kmeans_assign/pipeline_empty_count_high.cake",
 )
 
-# An init count too low completes phases early; these are its consequences.
-_TOO_LOW = ("race", "overflow", "stale-wait", "aliasing", "leftover", "deadlock")
-
 
 def check(ctx):
-    yield from count_findings(ctx, "empty", _TOO_LOW)
+    yield from count_findings(ctx, "empty")

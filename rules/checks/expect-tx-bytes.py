@@ -1,13 +1,15 @@
 """The bytes armed on a phase must equal the bytes of the copies completing on it.
 
 ## What it does
-For every phase of every barrier slot, adds up the transaction bytes armed on it
-(`arrive_expect_tx(bytes=...)`, or a pipeline's acquire in transaction mode) and the
-bytes of the bulk copies that complete on it (`load(..., barrier=...)`), from the
-unrolled roles of the protocol analysis. When an arm's bytes differ from what its
-phase's copies deliver, the rule points at the arming statement and names the bytes
-armed, each copy with its bytes, and the `lm.nbytes(...)` that matches. A phase armed by
-several threads with too many bytes is double arming (P004), not this rule.
+The protocol analysis reaches an anomaly on a barrier that bulk copies complete on
+(a phase that never completes, or one that completes while a copy is still landing, and
+the race that follows) and the bytes one thread arms for a phase with
+`arrive_expect_tx(bytes=...)` are not the bytes the copies of that phase deliver. The rule
+proposes the delivered bytes (spelled `lm.nbytes(...)` of the buffers loaded when they
+add up), has the engine re-check the schedule with them, and reports only when that
+removes the anomaly, pointing at the arming statement with both byte counts, the copies,
+the witness and the re-checked fix. Phases armed by several threads are double arming
+(P004).
 
 ## Why is this bad?
 Armed bytes above the copies' bytes: the phase waits for bytes that never arrive and
@@ -28,18 +30,19 @@ are subtracted from the next phase, skewing it as well. Nothing reports either.
 ```
 """
 
-from cakegov.analysis.accounting import (
-    accounting_of,
-    copy_buffers,
-    describe_copies,
-    evidence_of,
-    tx_mismatches,
-    witness_for,
+from cakegov.analysis.diagnose import (
+    Candidate,
+    barriers_of,
+    classify,
+    evidence,
+    program_of,
+    slots_of,
 )
+from cakegov.plugin import Repair
 
 CODE = "P003"
 NAME = "expect-tx-bytes"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -49,54 +52,80 @@ MOTIVATED_BY = (
     "corpus/invalid/kmeans_assign/expect_tx_wrong_buffer.cake",
 )
 
-_TOO_MANY = ("deadlock",)
-_TOO_FEW = ("race", "uninit", "stale-wait", "aliasing", "leftover", "deadlock")
+_KINDS = ("deadlock", "race", "premature", "early-pass", "lapped", "uninit", "tx-range",
+          "exit-inflight")
 
 
-def _hint(tally, pipeline):
-    names = copy_buffers(tally)
-    delivered = f"{tally.delivered:,} B"
-    if pipeline:
-        return (f"the pipeline arms the bytes of every load naming its full barrier; load "
-                f"each of {', '.join(f'`{n}`' for n in names)} exactly once per iteration "
-                f"so that each phase receives {delivered}")
-    if names and len(names) == len(tally.copies):
-        return f"arm `bytes=lm.nbytes({', '.join(names)})` ({delivered}) once per phase"
-    return f"arm `bytes={tally.delivered}` ({delivered}): the bytes of every copy of the phase"
+def _arms(program, barrier):
+    slots = slots_of(program, barrier)
+    return [ev for t in program.threads for ev in t.events
+            if ev.kind == "arrive" and ev.slot in slots and ev.source == "mbarrier_expect_tx"]
+
+
+def _delivered(program, arm):
+    """The copies on the armed slot the arming thread issues before it arms it again."""
+    out = []
+    for ev in program.threads[arm.thread].events[arm.seq + 1:]:
+        if ev.slot == arm.slot and ev.kind == "arrive" and ev.tx:
+            break
+        if ev.kind == "copy" and ev.slot == arm.slot:
+            out.append(ev)
+    if not out:  # copies issued before the arm, by this or another thread
+        out = [ev for t in program.threads for ev in t.events[:]
+               if ev.kind == "copy" and ev.slot == arm.slot][:8]
+    return out
+
+
+def _candidates(ctx, anomaly):
+    program = program_of(ctx, anomaly)
+    if program is None:
+        return
+    kernel = ctx.protocol.kernel
+    for barrier in barriers_of(ctx, anomaly):
+        arms = _arms(program, barrier)
+        if not arms or len({a.path for a in arms}) > 1 or any(a.n > 1 for a in arms):
+            continue  # several threads arm a phase: double arming (P004)
+        for arm in arms[:4]:
+            copies = _delivered(program, arm)
+            delivered = sum(c.nbytes for c in copies)
+            if not copies or delivered == arm.tx * arm.n:
+                continue
+            names = list(dict.fromkeys(c.mem[0].name for c in copies))
+            stage_sum = sum(kernel.buffer(n).stage_bytes for n in names)
+            text = f"lm.nbytes({', '.join(names)})" if stage_sum == delivered and \
+                len(names) == len(copies) else str(delivered)
+            yield Candidate((Repair("set_arg", arm.path, "bytes", text),),
+                            f"arm `bytes={text}` ({delivered:,} B): the bytes of every copy "
+                            f"that completes on the phase", subject=arm.path,
+                            value=(arm, copies, delivered))
+
+
+def _report(ctx, anomaly, attempt, cand):
+    arm, copies, delivered = cand.value
+    armed = arm.tx * arm.n
+    barrier = ctx.protocol.runs[0].program.slots[arm.slot][0] if ctx.protocol.runs else ""
+    program = program_of(ctx, anomaly)
+    if program is not None:
+        barrier = program.slots[arm.slot][0]
+    listed = " + ".join(f"{c.mem[0].name} ({c.nbytes:,} B, line {c.line})" for c in copies)
+    if armed > delivered:
+        effect = (f"{armed - delivered:,} B never arrive, so the phase never completes and "
+                  "every wait on it blocks forever (deadlock)")
+    else:
+        effect = (f"the phase can complete once {armed:,} B have landed while "
+                  f"{delivered - armed:,} B are still in flight: the waiter reads a stage "
+                  "before its copy finished (race), and the late bytes skew the next phase")
+    return ctx.finding(
+        ctx.node_at(arm.path),
+        f"{arm.role} arms {barrier} with {armed:,} B per phase but the copies completing on "
+        f"it deliver {delivered:,} B ({listed}): {effect}",
+        condition=f"armed bytes == bytes of the copies completing on the phase: "
+                  f"{armed:,} == {delivered:,}",
+        hint=attempt.fix.description, resource=barrier, role=arm.role,
+        evidence=evidence(anomaly, armed=armed, delivered=delivered,
+                          copies=[{"line": c.line, "bytes": c.nbytes} for c in copies]),
+        fix=attempt.fix, explains=attempt.removed)
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or not result.runs:
-        return
-    acc = accounting_of(result)
-    for m in tx_mismatches(acc):
-        t = m.tally
-        barrier = t.slot[0]
-        if t.armed > t.delivered:
-            effect = (f"{t.armed - t.delivered:,} B never arrive, so the phase never "
-                      "completes and every wait on it blocks forever (deadlock)")
-            kinds = _TOO_MANY
-        else:
-            effect = (f"the phase can complete once {t.armed:,} B have landed while "
-                      f"{t.delivered - t.armed:,} B are still in flight: the waiter reads a "
-                      "stage before its copy finished (race), and the late bytes skew the "
-                      "next phase")
-            kinds = _TOO_FEW
-        anomaly = witness_for(result, kinds, resource=barrier)
-        evidence = {"armed": t.armed, "delivered": t.delivered, "slot": t.slot[1],
-                    "phase": t.phase, "phases_affected": m.phases,
-                    "copies": [{"line": c.line, "bytes": c.bytes} for c in t.copies]}
-        evidence = evidence_of(anomaly, **evidence)
-        yield ctx.finding(
-            ctx.node_at(m.arm.path),
-            (f"{m.arm.role} arms {t.label} with {t.armed:,} B but the copies completing on "
-             f"that phase deliver {t.delivered:,} B ({describe_copies(t)}): {effect}"),
-            condition=(f"armed bytes == bytes of the copies completing on the phase: "
-                       f"{t.armed:,} == {t.delivered:,}"),
-            hint=_hint(t, m.arm.source == "pipeline_acquire"),
-            resource=barrier,
-            role=m.arm.role,
-            stage=f"stage {t.slot[1]}",
-            evidence=evidence,
-        )
+    yield from classify(ctx, _KINDS, _candidates, _report)

@@ -1,15 +1,15 @@
 """A full barrier's arrival count must equal the producer arrivals of each phase.
 
 ## What it does
-Counts, for every phase of every slot of a full (producer -> consumer) barrier, the
-arrivals the schedule makes on it: an `arrive_expect_tx` (or a pipeline's acquire in
-transaction mode) is one arrival from one elected thread, `per="warp"` one per warp of the
-role, a plain `arrive` one per warp (`per="warp"`, the default), one per role or one per
-thread. Phases are taken from the unrolled roles of the protocol analysis, so a
-prologue, a peeled loop or several producer roles are counted as they run. When every
-phase receives the same number of arrivals and that number differs from the count given
-by `lm.mbarrier(count=...)` (or a pipeline's `full_count=`), the rule points at the
-declaration and names the count that matches.
+The protocol analysis reaches an anomaly (a deadlock, a phase that completes early,
+arrivals that spill into the next phase, the race that follows) and the barrier whose
+completion publishes the data (copies complete on it, or its waiters read what its
+arrivers wrote) has an init count that differs from what its phases receive. The rule
+proposes the count each phase really receives (from the arrive statements of the
+schedule, one per warp, role or thread as written), has the engine re-check the schedule
+with it, and reports only when that removes the anomaly: the finding points at the
+declaration, gives the count and the arrivals, carries the witness and offers the
+re-checked fix.
 
 ## Why is this bad?
 With a count above the arrivals, no phase ever completes: every consumer waits forever
@@ -30,11 +30,11 @@ the remaining arrivals complete later phases early. Neither shows up as an error
 ```
 """
 
-from cakegov.analysis.accounting import count_findings
+from cakegov.analysis.diagnose import count_findings
 
 CODE = "P001"
 NAME = "full-barrier-count"
-VERSION = "1.0.1"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -44,9 +44,6 @@ MOTIVATED_BY = (
     "corpus/invalid/scale/full_count_split_loaders.cake",
 )
 
-# An init count too low completes phases early; these are its consequences.
-_TOO_LOW = ("race", "overflow", "stale-wait", "aliasing", "uninit", "leftover", "deadlock")
-
 
 def check(ctx):
-    yield from count_findings(ctx, "full", _TOO_LOW)
+    yield from count_findings(ctx, "full")

@@ -50,8 +50,9 @@ from cakegov.ir.nodes import BoolValue, CoordValue, ExprValue
 
 CODE = "P017"
 NAME = "grid-coverage"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
+PHASE = "late"  # after the protocol rules: a hole their finding explains is not a second
 CATEGORY = "protocol"
 STATUS = "stable"
 MOTIVATED_BY = (
@@ -144,7 +145,14 @@ def _check_tensor(ctx, tensor, dims, stores, sizes, grid):
                      "starts a tile outside the tensor",
                 resource=tensor, role=part.store.role,
                 evidence={"tensor": tensor, "origin": list(origin), "cta": list(cta),
-                          "shape": dict(sizes), "grid": list(grid)},
+                          "shape": dict(sizes), "grid": list(grid),
+                          "anomaly": "out-of-bounds", "witness": _witness(
+                              (0, f"launch grid {_fmt(grid)} at {shape_text}"),
+                              (part.store.line, f"CTA {_cta(cta, len(grid))} stores its tile "
+                                                f"of `{tensor}` at {_fmt(origin)}"),
+                              (part.store.line, f"the tile ends at {_fmt(ends)}, outside "
+                                                f"{_fmt(dims)}: an unmasked write out of "
+                                                "bounds"))},
             )
             return
     cover = count(dims, parts)
@@ -167,7 +175,11 @@ def _check_tensor(ctx, tensor, dims, stores, sizes, grid):
             resource=tensor, role=culprit.role,
             evidence={"tensor": tensor, "element": list(element), "writes": ndup,
                       "holes": nholes, "ctas": [list(c) for _, c in who],
-                      "shape": dict(sizes), "grid": list(grid)},
+                      "shape": dict(sizes), "grid": list(grid), "anomaly": "double-write",
+                      "witness": _witness((0, f"launch grid {_fmt(grid)} at {shape_text}"),
+                                          *((st.line, f"CTA {_cta(c, len(grid))} writes "
+                                                      f"`{tensor}`{_fmt(element)}")
+                                            for st, c in who))},
         )
         return
     if hole is None:
@@ -194,7 +206,11 @@ def _check_tensor(ctx, tensor, dims, stores, sizes, grid):
             resource=tensor,
             evidence={"tensor": tensor, "element": list(element), "holes": nholes,
                       "grid": list(grid), "needed": {str(a): n for a, n in need.items()},
-                      "shape": dict(sizes)},
+                      "shape": dict(sizes), "anomaly": "hole",
+                      "witness": _witness((launch.span.line, f"launch grid {_fmt(grid)} at "
+                                                             f"{shape_text}"),
+                                          (launch.span.line, f"no CTA's tile covers "
+                                                             f"`{tensor}`{_fmt(element)}"))},
         )
         return
     yield ctx.finding(
@@ -206,14 +222,23 @@ def _check_tensor(ctx, tensor, dims, stores, sizes, grid):
              "the store's `at` and the loop bounds",
         resource=tensor, role=stores[0].role,
         evidence={"tensor": tensor, "element": list(element), "holes": nholes,
-                  "grid": list(grid), "shape": dict(sizes)},
+                  "grid": list(grid), "shape": dict(sizes), "anomaly": "hole",
+                  "witness": _witness((0, f"launch grid {_fmt(grid)} at {shape_text}"),
+                                      (stores[0].line, f"no CTA's tile covers "
+                                                       f"`{tensor}`{_fmt(element)}"))},
     )
+
+
+def _witness(*steps):
+    return [{"line": line, "text": text} for line, text in steps]
 
 
 def check(ctx):
     launch, workload = ctx.schedule.launch, ctx.workload
     if launch is None or workload is None or ctx.schedule.unresolved:
         return
+    if any(f.severity == "blocking" and f.code.startswith("P") for f in ctx.findings):
+        return  # a protocol defect (a loop cut short, ...) explains the schedule
     stores = _stores(ctx)
     for tensor in workload.outputs:
         mine = [s for s in stores if s.tensor == tensor]
@@ -226,7 +251,9 @@ def check(ctx):
                 condition="the stores of all CTAs cover every output element",
                 hint=f"store the result tile into `{tensor}` (`lm.store({tensor}, at=..., "
                      "src=..., mask=True)`) from the role that computes it",
-                resource=tensor, evidence={"tensor": tensor},
+                resource=tensor, evidence={
+                    "tensor": tensor, "anomaly": "hole", "witness": _witness(
+                        (0, f"no statement of any role stores `{tensor}`"))},
             )
             continue
         for sizes in choose_shapes(ctx.shapes, dim_names):

@@ -1,13 +1,16 @@
 """A consumer starts waiting with parity 0, a producer with parity 1.
 
 ## What it does
-For every executed wait, derives the phase it must observe: on a full barrier the
-consumer of ring iteration `k` (slot `k % S`) observes phase `k // S`, so its first wait
-uses parity 0; on an empty barrier the producer of iteration `k` observes phase
-`k // S - 1`, so its first pass over the ring waits with parity 1 and finds the stage
-free (a producer that skips its first pass starts with parity 0 at `k = S`). When a wait
-statement's parity is the opposite at every one of its executions (right period, wrong
-start), the rule points at the wait and names the parity that matches.
+The protocol analysis reaches an anomaly (a wait for a phase no one completes, or a
+wait that passes on a phase that does not cover what it guards, and the race that
+follows) and the parity of one wait statement is inverted at every one of its
+executions. Which parity is right depends on which phase the waiter needs, never on
+whether it is a "producer" or a "consumer": on a fresh barrier `parity=1` passes at once
+and `parity=0` waits for phase 0. The rule proposes the opposite parity for the waits
+the anomaly involves, has the engine re-check the schedule, and reports only when that
+removes the anomaly, pointing at the wait with the witness and the re-checked fix. A
+wait executed once that would then pass on the fresh barrier orders nothing: such a
+deadlock is a wait-for cycle (P016), not a parity.
 
 ## Why is this bad?
 A producer that starts on parity 0 waits for a release of a stage it has not filled yet:
@@ -28,20 +31,21 @@ phase early: it reads stages while their copies are still in flight.
 ```
 """
 
-from cakegov.analysis.accounting import (
-    accounting_of,
-    evidence_of,
-    parity_fix,
-    plain,
-    sequence,
-    wait_sites,
-    witness_for,
-    wrong_parities,
+from cakegov.analysis.diagnose import (
+    Candidate,
+    barrier_of,
+    classify,
+    evidence,
+    loops_around,
+    parity_is_constant,
+    parity_text,
+    raw_waits,
 )
+from cakegov.plugin import Repair
 
 CODE = "P005"
 NAME = "initial-parity"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -52,53 +56,35 @@ MOTIVATED_BY = (
     "corpus/invalid/kmeans_assign/centroid_wait_parity_one.cake",
 )
 
-_KINDS = ("deadlock", "race", "uninit", "stale-wait", "aliasing", "overflow")
-_START = {"full": "a consumer waiting for data starts on parity 0",
-          "empty": "a producer waiting for a free stage starts on parity 1"}
+_KINDS = ("deadlock", "race", "uninit", "early-pass", "lapped", "premature", "exit-inflight",
+          "over-arrival")
+
+
+def _candidates(ctx, anomaly):
+    for wait in raw_waits(ctx, anomaly)[:6]:
+        if not loops_around(ctx.schedule, wait.path) and parity_is_constant(wait, 0):
+            continue  # flipping it makes it pass on the fresh barrier: P016
+        yield Candidate((Repair("set_parity", wait.path, form="flip"),),
+                        "use the opposite parity: the wait must observe the phase that "
+                        "covers what it guards", subject=wait.path, value=wait)
+
+
+def _report(ctx, anomaly, attempt, cand):
+    wait = cand.value
+    barrier = barrier_of(wait) or ""
+    new = attempt.fix.edits[0].text
+    return ctx.finding(
+        wait,
+        f"`{barrier}` is waited on with parity {parity_text(wait)}, inverted at every "
+        f"execution of this wait: with `parity={new}` it observes the phases it needs",
+        condition="the wait observes the phase whose completion covers what it guards",
+        hint=f"use `parity={new}`", resource=barrier, role=_role(wait.path),
+        evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
+
+
+def _role(path):
+    return path.split(".")[1] if path.startswith("roles.") else None
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or not result.runs:
-        return
-    acc = accounting_of(result)
-    for path, checks in wrong_parities(acc).items():
-        if any(c.ok for c in checks):
-            continue  # right start, wrong period: parity-flip (P006)
-        first = checks[0]
-        ev = first.event
-        assert ev.slot is not None
-        barrier = ev.slot[0]
-        bar = acc.kernel.barrier(barrier)
-        if first.expected_phase < 0:
-            effect = ("it waits for a phase that cannot complete before the role itself "
-                      "proceeds: the kernel hangs (deadlock)")
-        elif first.side == "full":
-            effect = ("it passes on the phase before the one it needs, on a fresh barrier "
-                      "at once: the role reads stages before their copies have landed "
-                      "(race)")
-        else:
-            effect = ("it passes on the phase before the one it needs: the role overwrites "
-                      "a stage its consumers may still be reading (race)")
-        its, expected, actual = sequence(checks, ev.slot)
-        anomaly = witness_for(result, _KINDS, resource=barrier, line=ev.line)
-        evidence = {"slot": ev.slot[1], "iterations": its, "expected_parities": expected,
-                    "actual_parities": actual, "side": first.side,
-                    "stages": bar.stages if bar is not None else None}
-        evidence = evidence_of(anomaly, **evidence)
-        parity = plain(wait_sites(acc.kernel)[path][0].parity)
-        yield ctx.finding(
-            ctx.node_at(path),
-            (f"{ev.role} waits on `{barrier}` with parity {parity}, inverted at every wait: "
-             f"at {ev.where()} it waits with parity {ev.parity} but must observe phase "
-             f"{first.expected_phase} of {barrier}[{ev.slot[1]}] (parity "
-             f"{first.expected_parity}); {effect}"),
-            condition=(f"wait parity == parity of the phase it must observe; "
-                       f"{_START[first.side]}"),
-            hint=f"use `{parity_fix(acc.kernel, path, first.side)}`: {_START[first.side]}",
-            resource=barrier,
-            role=ev.role,
-            stage=f"stage {ev.slot[1]}",
-            evidence=evidence,
-        )
-
+    yield from classify(ctx, _KINDS, _candidates, _report)

@@ -1,17 +1,14 @@
 """Every role that uses a named barrier must reach it the same number of times.
 
 ## What it does
-A named barrier (`bar.sync id, threads` / `bar.arrive id, threads`) completes one
-generation each time its declared number of threads has arrived; its participants are
-the roles whose program uses it (`lm.sync_cta()`, barrier 0, has every role). On the
-unrolled programs of the protocol analysis (every loop iteration, each check shape's
-trip counts), the rule counts each participant's uses and requires them to be equal.
-When they differ, the generations pair up wrongly and the busiest role's use number
-`min + 1` has no partner: if it is a `sync` it waits forever; if it is an `arrive` its
-threads spill into a generation they do not belong to. The finding points at that use,
-gives every role's count and carries the exploration's deadlock (or overflow) witness.
-Declared thread counts and ids are R007's business; the rule stays silent for a barrier
-R007 already rejected.
+The protocol analysis finds a named barrier (`bar.sync id, threads` /
+`bar.arrive id, threads`; `lm.sync_cta()` is barrier 0) that deadlocks or splits a role:
+its participants reach it different numbers of times, so an instance never gets its
+declared threads and a `sync` waits forever; or a role brings more threads than an
+instance has room for, so its warps land in two instances. The rule proposes deleting a
+use the other participants do not match, or the thread count its participants really
+bring, has the engine re-check the schedule, and reports only when that removes the
+anomaly: at the use or the declaration, with the witness and the re-checked fix.
 
 ## Why is this bad?
 A role that reaches a named barrier fewer times than its partners (a missing `sync`, a
@@ -34,20 +31,21 @@ ready.sync()
 ```
 """
 
-from cakegov.analysis.flow import (
-    at_iter,
-    flow_of,
-    named_participants,
-    pipelines_of,
-    runs_longest_first,
-    structurally_rejected,
+from cakegov.analysis.diagnose import (
+    Candidate,
+    calls,
+    classify,
+    evidence,
+    program_of,
+    role_of,
+    siblings_after,
 )
-from cakegov.analysis.witness import witness_evidence
 from cakegov.ir.nodes import NamedBarrierDecl
+from cakegov.plugin import Repair
 
 CODE = "P015"
 NAME = "named-barrier-deadlock"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -56,56 +54,90 @@ MOTIVATED_BY = (
     "corpus/invalid/kmeans_assign/named_handback_missing.cake",
 )
 
+_KINDS = ("deadlock", "named-split", "named-premature", "race")
 
-def _witness(anomalies, bar_id):
-    for kind in ("deadlock", "named"):
-        for a in anomalies:
-            if a.kind == kind and any(e.kind == "named" and e.named and e.named[0] == bar_id
-                                      for e in a.events):
-                return a
-    return None
+
+def _barriers(ctx, anomaly):
+    ids = set()
+    for ev in anomaly.events:
+        if ev.kind == "named" and ev.named is not None and not ev.derived:
+            ids.add(ev.named[0])
+    if anomaly.kind.startswith("named") and anomaly.resource.isdigit():
+        ids.add(int(anomaly.resource))
+    return ids
+
+
+def _candidates(ctx, anomaly):
+    ids = _barriers(ctx, anomaly)
+    if not ids:
+        return
+    decls = {d.id: d for d in ctx.schedule.resources if isinstance(d, NamedBarrierDecl)}
+    uses = [c for c in calls(ctx.schedule, ("named_barrier_sync", "named_barrier_arrive",
+                                            "sync_cta"))
+            if (c.primitive == "sync_cta" and 0 in ids) or
+            (c.primitive != "sync_cta" and decls.get(_id(ctx, c)) is not None
+             and _id(ctx, c) in ids)]
+    program = program_of(ctx, anomaly)
+    counts = {}
+    if program is not None:
+        for t in program.threads:
+            n = sum(1 for ev in t.events if ev.kind == "named" and not ev.derived
+                    and ev.named[0] in ids)
+            if n:
+                counts[t.role] = n
+    if len(counts) > 1:  # a role reaches the barrier less often: give it the missing use
+        busiest = max(counts, key=counts.get)
+        first_busy = next((u for u in uses if role_of(u.path) == busiest), None)
+        for role, n in counts.items():
+            if n >= counts[busiest]:
+                continue
+            mine = [u for u in uses if role_of(u.path) == role]
+            if not mine:
+                continue
+            last = mine[-1]
+            after = siblings_after(ctx.schedule, last.path)
+            anchors = [last, *after]
+            text = f"{last.args['bar'].name}.sync()" if last.primitive != "sync_cta" \
+                else "lm.sync_cta()"
+            for anchor in reversed(anchors):
+                yield Candidate((Repair("insert", anchor.path, text=text, after=True),),
+                                f"add `{text}` in `{role}` after line {anchor.span.line}: it "
+                                f"reaches the barrier {n} time(s) where `{busiest}` reaches "
+                                f"it {counts[busiest]}",
+                                subject=first_busy.path if first_busy else last.path,
+                                value=last)
+    for use in sorted(uses, key=lambda c: -c.span.line):
+        yield Candidate((Repair("delete", use.path),),
+                        "remove this use: the other participants do not reach the barrier "
+                        "as often", subject=use.path, value=use)
+    for ident in ids:
+        decl = decls.get(ident)
+        if decl is None:
+            continue
+        threads = sorted({32 * (r.warp_stop - r.warp_start) for r in ctx.schedule.roles})
+        total = sum(32 * (r.warp_stop - r.warp_start) for r in ctx.schedule.roles
+                    if any(role_of(u.path) == r.name for u in uses))
+        for value in sorted(set(threads) | {total}):
+            if value != decl.threads:
+                yield Candidate((Repair("set_arg", decl.path, "threads", str(value)),),
+                                f"declare the barrier for the {value} threads that reach it",
+                                subject=decl.path, value=decl)
+
+
+def _id(ctx, call):
+    decl = ctx.schedule.resource(call.args["bar"].name)
+    return decl.id if isinstance(decl, NamedBarrierDecl) else None
+
+
+def _report(ctx, anomaly, attempt, cand):
+    return ctx.finding(
+        ctx.node_at(cand.subject), f"named barrier misuse: {anomaly.message}",
+        condition="every participant reaches a named barrier the same number of times and "
+                  "an instance receives exactly its declared threads",
+        hint=attempt.fix.description, resource=anomaly.resource or None,
+        role=role_of(cand.subject) or None, evidence=evidence(anomaly), fix=attempt.fix,
+        explains=attempt.removed)
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or structurally_rejected(ctx.findings):
-        return
-    decls = {d.id: d for d in ctx.decls(NamedBarrierDecl)}
-    rejected = {f.resource for f in ctx.findings if f.code == "R007"}
-    participants = named_participants(result.kernel)
-    reported = set()
-    for run in runs_longest_first(result):
-        flow = flow_of(result.kernel, run.unrolled, pipelines_of(ctx.schedule))
-        for item in flow.named_mismatches(participants):
-            decl = decls.get(item.id)
-            name = decl.name if decl is not None else f"barrier {item.id}"
-            if item.id in reported or name in rejected or item.surplus is None:
-                continue
-            reported.add(item.id)
-            ev = item.surplus
-            low = min(item.counts.values())
-            counts = ", ".join(f"`{r}` {n}x" for r, n in item.counts.items())
-            short = [r for r, n in item.counts.items() if n == low]
-            sizes = ", ".join(f"{k}={v}" for k, v in run.sizes.items())
-            blocks = ev.named is not None and ev.named[2]
-            effect = ("waits forever: the barrier never gets its threads again (deadlock)"
-                      if blocks else "arrives into a generation of the barrier that its "
-                      "partners never join, which completes it early")
-            anomaly = _witness(result.anomalies, item.id)
-            evidence = {"id": item.id, "uses": item.counts, "sizes": run.sizes}
-            if anomaly is not None:
-                evidence = witness_evidence(anomaly, **evidence)
-            yield ctx.finding(
-                ctx.node_at(ev.path),
-                f"named barrier `{name}` (id {item.id}) is reached {counts} (sizes "
-                f"{sizes}): use {low + 1} of `{item.surplus_role}`{at_iter(ev)} has no "
-                f"partner and {effect}",
-                condition=("every role that uses a named barrier reaches it the same number "
-                           f"of times: {counts}"),
-                hint=(f"make the uses match: remove this surplus use, or let "
-                      f"{', '.join(f'`{r}`' for r in short)} reach `{name}` as often as "
-                      f"`{item.surplus_role}` (same loop, same trip count)"),
-                resource=name, role=item.surplus_role, evidence=evidence,
-            )
-        if reported:
-            return
+    yield from classify(ctx, _KINDS, _candidates, _report)

@@ -1,19 +1,16 @@
 """No waiter may fall more than one phase behind the barrier it waits on.
 
 ## What it does
-A parity wait can only tell the phase it wants from the one before it. The rule finds
-the two ways a waiter falls two or more phases behind, statically, and reports them
-when the protocol exploration confirms an anomaly on the barrier (a stale or aliased
-wait, a race, an overflow or a deadlock):
-- a role that skips phases of a slot: its consecutive waits on the slot observe phases
-  two or more apart (ping-pong consumers on a ring with an odd stage count, where each
-  consumer meets a stage only every other time it comes round), or its first wait is
-  for phase 1 or later;
-- a barrier with fewer parity bits than the ring has phases in flight: a slot indexed
-  without the ring iteration (`full[0]`) that its producer refills coming from waits on
-  several stages of the opposite barrier (`empty[t % 2]`), so that many of its phases can
-  be outstanding at once.
-The rule points at the barrier's declaration and names the waits and the phases.
+The protocol analysis shows a waiter that can fall two or more phases behind the
+barrier it waits on: its wait may be reached only after the barrier has moved on by a
+phase (it is lapped), or before the phase it follows has completed (it passes early on a
+phase with the same parity), or an arrival can land in a phase that is not its own. A
+parity bit cannot tell those phases apart. It happens when ping-pong waiters each meet a
+stage only every other time round a ring with an odd number of stages, or when a barrier
+has fewer slots than the phases that can be outstanding on it. The rule proposes an even
+stage count for the ring (changing the constant the schedule names it by, so every use
+agrees) and reports with the re-checked fix when that removes the anomaly; otherwise it
+reports the anomaly with advice (one slot per stage, indexed by the ring iteration).
 
 ## Why is this bad?
 A wait for phase `q + 2` passes as soon as phase `q` has completed, while phase `q + 1`
@@ -35,110 +32,87 @@ behaviour is undefined and silent.
 ```
 """
 
-from cakegov.analysis.accounting import (
-    accounting_of,
+from cakegov.analysis.diagnose import (
+    Candidate,
     barrier_decl,
-    evidence_of,
-    phase_gaps,
-    phase_leads,
-    witness_for,
+    evidence,
+    first_fix,
+    program_of,
+    slot_stage,
+    structurally_rejected,
 )
+from cakegov.check.repair import Fix
+from cakegov.plugin import Repair
 
 CODE = "P007"
 NAME = "parity-aliasing"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
+PHASE = "late"  # after every rule that names a more specific cause
 MOTIVATED_BY = (
     "corpus/invalid/scale/pingpong_single_stage.cake",
     "corpus/invalid/scale/one_full_slot_two_stages.cake",
     "corpus/invalid/kmeans_assign/one_full_slot_two_stages.cake",
 )
 
-_KINDS = ("aliasing", "stale-wait", "overflow", "race", "uninit", "deadlock")
+_KINDS = ("lapped", "early-pass", "premature", "over-arrival")
 
 
-def _gap_finding(ctx, result, barrier, gaps):
-    first = gaps[0]
-    ev = first.check.event
-    roles = sorted({g.check.event.role for g in gaps})
-    waits = "; ".join(
-        f"{g.check.event.where()} waits for phase {g.check.expected_phase} of "
-        f"{barrier}[{g.check.event.slot[1]}] after phase {g.previous}"
-        for g in _distinct(gaps)[:4])
-    bar = result.kernel.barrier(barrier)
-    stages = bar.stages if bar is not None else 1
-    anomaly = witness_for(result, _KINDS, resource=barrier, line=ev.line)
-    return ctx.finding(
-        barrier_decl(ctx.schedule, barrier),
-        (f"{', '.join(roles)} skip phases of `{barrier}` and wait more than one phase "
-         f"behind: {waits}. Each such wait has the parity of a phase it already observed "
-         "(or of the initial state), so it can pass while the phase in between is still "
-         "landing"),
-        condition=("every waiter observes each phase of a slot, or at most one phase "
-                   f"behind: phase {first.check.expected_phase} after phase {first.previous}"),
-        hint=(f"let every waiter of `{barrier}` see each phase of the slots it uses: with "
-              f"ping-pong waiters give the ring an even number of stages (now {stages}), "
-              "or wait on every phase"),
-        resource=barrier,
-        role=", ".join(roles),
-        stage=f"stage {ev.slot[1]}",
-        evidence=evidence_of(anomaly, waits=[
-            {"line": g.check.event.line, "role": g.check.event.role,
-             "phase": g.check.expected_phase, "previous": g.previous} for g in gaps[:8]]),
-    )
+def _candidates(ctx, decl, stages):
+    for value in sorted({stages + 1 if stages % 2 else stages * 2, 2 * stages}):
+        yield Candidate((Repair("set_arg", decl.path, "stages", str(value), form="binding"),),
+                        f"give the ring an even number of stages ({value}), so that every "
+                        "waiter meets each phase of its stage", value=value)
 
 
-def _lead_finding(ctx, result, barrier, leads):
-    lead = leads[0]
-    gates = ", ".join(f"{g[0]}[{g[1]}]" for g in lead.gates)
-    anomaly = witness_for(result, _KINDS, resource=barrier)
-    n = len(lead.gates)
-    waits = [c.event for run in accounting_of(result).runs for c in run.waits
-             if c.event.slot == lead.slot and c.event.iters]
-    var = waits[0].iters[-1][0] if waits else "k"
-    return ctx.finding(
-        barrier_decl(ctx.schedule, barrier),
-        (f"`{barrier}[{lead.slot[1]}]` has one parity bit but {lead.role} refills it after "
-         f"waiting on {n} different stages ({gates}): up to {n} of its phases can be "
-         "outstanding at once, so an arrival lands in the wrong phase and a wait cannot "
-         "tell the phases apart"),
-        condition=("one barrier slot per ring stage, so that no waiter is more than one phase "
-                   f"behind: {n} stages share `{barrier}[{lead.slot[1]}]`"),
-        hint=(f"give `{barrier}` one slot per stage (`stages={n}`), index it with the ring "
-              f"iteration (`{barrier}[{var} % {n}]`) and wait with parity "
-              f"`({var} // {n}) % 2`"),
-        resource=barrier,
-        role=lead.role,
-        stage=f"stage {lead.slot[1]}",
-        evidence=evidence_of(anomaly, slot=lead.slot[1], gates=list(lead.gates)),
-    )
+def _ping_pong(ctx, program, bar):
+    """Of the barriers with the ring's stage count, the one the most roles wait on."""
+    def waiters(name):
+        slots = {i for i, (n, _) in enumerate(program.slots) if n == name}
+        return len({t.index for t in program.threads for ev in t.events
+                    if ev.kind == "wait" and ev.slot in slots})
 
-
-def _distinct(gaps):
-    seen, out = set(), []
-    for g in gaps:
-        key = (g.check.event.path, g.check.event.slot, g.check.expected_phase)
-        if key not in seen:
-            seen.add(key)
-            out.append(g)
-    return out
+    same = [b for b in ctx.protocol.kernel.barriers if b.stages == bar.stages]
+    return max(same, key=lambda b: (waiters(b.name), b is bar)) if same else bar
 
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None or not result.runs:
+    if ctx.protocol is None or structurally_rejected(ctx.findings):
         return
-    acc = accounting_of(result)
-    confirmed = {a.resource for a in result.anomalies if a.kind in _KINDS}
-    gaps = phase_gaps(acc)
-    leads = phase_leads(acc)
-    for barrier in sorted(set(gaps) | set(leads)):
-        related = {barrier} | {g[0] for lead in leads.get(barrier, []) for g in lead.gates}
-        if not related & confirmed and not any(a.kind == "race" for a in result.anomalies):
-            continue  # the exploration shows no harm: other synchronization covers it
-        if barrier in gaps:
-            yield _gap_finding(ctx, result, barrier, gaps[barrier])
+    done = set()
+    for anomaly in ctx.unclaimed(_KINDS):
+        if id(anomaly) in done:
+            continue
+        decl = barrier_decl(ctx.schedule, anomaly.resource)
+        bar = ctx.protocol.kernel.barrier(anomaly.resource)
+        if decl is None or bar is None:
+            continue
+        program = program_of(ctx, anomaly)
+        found = first_fix(ctx, anomaly, _candidates(ctx, decl, bar.stages))
+        if found is not None:
+            _, attempt = found
+            fix, explains = attempt.fix, attempt.removed
+            if program is not None:  # the ring's stage count changed: name the barrier
+                bar = _ping_pong(ctx, program, bar)  # whose waiters skip its phases
+                decl = barrier_decl(ctx.schedule, bar.name) or decl
         else:
-            yield _lead_finding(ctx, result, barrier, leads[barrier])
+            fix = Fix(description="give the barrier one slot per stage the ring can hold, "
+                                  "index it with the ring iteration (`bar[k % S]`) and wait "
+                                  "with `parity=(k // S) % 2`", applicability="none")
+            explains = tuple(a for a in ctx.unclaimed(_KINDS)
+                             if a.resource == anomaly.resource)
+        done.update(id(a) for a in explains)
+        stage = slot_stage(program, anomaly)
+        waiter = anomaly.events[0] if anomaly.events else None
+        yield ctx.finding(
+            decl,
+            f"a waiter of `{bar.name}` can fall more than one phase behind: "
+            f"{anomaly.message}",
+            condition="every waiter observes each phase of its slot, or is at most one "
+                      "phase behind it",
+            hint=fix.description, resource=bar.name,
+            role=waiter.role if waiter is not None else None,
+            stage=str(stage) if stage is not None else None,
+            evidence=evidence(anomaly, stages=bar.stages), fix=fix, explains=explains)

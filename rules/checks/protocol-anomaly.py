@@ -1,11 +1,14 @@
 """Every deadlock, race or protocol anomaly the exploration finds rejects the schedule.
 
 ## What it does
-Runs after every other rule. The protocol analysis (`cakegov/analysis/`) explores every
-interleaving the barriers allow; the specific protocol rules name the cause of what it
-finds (a barrier count, a parity, a missing acquire, ...). When an anomaly is left that
-no rule explained, and no other rule has already rejected the schedule, this rule reports
-it with its witness, so the schedule can never pass as clean.
+Runs after every other rule. The protocol analysis (`cakegov/analysis/`) executes
+the lowered kernel and proves, or refutes with a witness, that every execution the
+barriers allow is free of deadlocks, races, aliased waits, unordered arrivals, reads of
+unwritten memory, unfenced proxy hand-offs and work left in flight at exit; the specific
+protocol rules name the cause of what it finds. When an anomaly is left that no rule
+explained, and no other rule has already rejected the schedule, this rule reports it
+with its witness, so the schedule can never pass as clean. Further unexplained anomalies
+are listed in its evidence (they are usually consequences of the first).
 
 ## Why is this bad?
 A deadlock hangs the GPU; a race silently corrupts results. A verifier that only reports
@@ -31,7 +34,7 @@ from cakegov.analysis.witness import witness_evidence
 
 CODE = "P099"
 NAME = "protocol-anomaly"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -40,35 +43,38 @@ MOTIVATED_BY = ("corpus/invalid/gemm/accumulator_read_before_mma_wait.cake",)
 
 _WHAT = {
     "deadlock": "no role can make progress and no copy is in flight",
-    "race": "two accesses to the same memory (a shared-memory stage, or a fragment an "
-            "asynchronous group writes), one a write, unordered by happens-before",
+    "race": "two accesses to the same memory, one a write, unordered by happens-before",
     "proxy": "generic-proxy writes read through the async proxy without a proxy fence",
-    "aliasing": "a waiter more than one phase behind cannot tell phases apart",
-    "stale-wait": "a wait passes on a phase it already observed",
-    "overflow": "more arrivals in one phase than the barrier's count",
-    "named": "more threads at a named barrier than it was declared for",
-    "leftover": "the kernel exits with a barrier phase half complete",
+    "early-pass": "a wait can be reached before the phase it follows completes and pass on "
+                  "an older phase with the same parity",
+    "lapped": "a barrier can move on by a phase before a waiter reaches its wait",
+    "premature": "an arrival or copy can land in the phase before its own",
+    "over-arrival": "arrivals made at once span two phases",
+    "tx-range": "a transaction count outside the hardware's range",
+    "named-split": "a role's threads split across two instances of a named barrier",
+    "named-premature": "named-barrier arrivals can be counted in the previous instance",
     "uninit": "a read of shared memory that nothing wrote before it",
     "init-order": "a barrier used before init, fence and CTA sync, or initialised twice",
     "async-pending": "a role ends with asynchronous groups still in flight",
+    "exit-inflight": "the CTA can exit while a bulk copy still writes its shared memory",
 }
 
 
 def check(ctx):
     if any(f.severity == "blocking" for f in ctx.findings):
         return
-    result = ctx.protocol
-    if result is None:
+    left = ctx.unclaimed()
+    if not left:
         return
-    for anomaly in result.anomalies:
-        first = anomaly.events[0] if anomaly.events else None
-        node = ctx.node_at(first.path) if first is not None else None
-        yield ctx.finding(
-            node,
-            anomaly.message,
-            condition=_WHAT.get(anomaly.kind, anomaly.kind),
-            hint="follow the witness: the last steps show where the protocol goes wrong",
-            resource=anomaly.resource or None,
-            role=first.role if first is not None else None,
-            evidence=witness_evidence(anomaly),
-        )
+    first = left[0]
+    ev = first.events[0] if first.events else None
+    yield ctx.finding(
+        ctx.node_at(ev.path) if ev is not None else None,
+        first.message,
+        condition=_WHAT.get(first.kind, first.kind),
+        hint="follow the witness: its last steps show where the protocol goes wrong",
+        resource=first.resource or None,
+        role=ev.role if ev is not None else None,
+        evidence=witness_evidence(first, others=[a.message for a in left[1:6]]),
+        explains=left,
+    )

@@ -2,9 +2,10 @@
 
 ## What it does
 Reports, as a coverage finding, every reason the protocol analysis did not cover the
-schedule: the state or time bound of the exploration, an iteration window larger than
-the bound, sizes for which the kernel could not be unrolled, or a schedule that could not
-be lowered. The verdict is then `incomplete` (exit 3), never `clean`.
+schedule: an unrolled program over its event bound, more distinct (shape, CTA) programs
+than the run bound, sizes for which the kernel cannot be unrolled, or a schedule that
+could not be lowered. The verdict is then `incomplete` (exit 3), never `clean`. Bounds
+are counts, never time, so the verdict is the same on every machine.
 
 ## Why is this bad?
 An exploration that stopped early proved nothing about the interleavings it did not
@@ -13,7 +14,7 @@ visit. Passing such a schedule would claim evidence the verifier did not gather.
 ## Failing example
 `corpus/invalid/gemm/window_over_bound.cake`:
 ```python
-def gemm_two_rings(lm, A, B, C):  # expect: P098
+def gemm_triangle(lm, A, B, C):  # expect: P098
 ```
 
 ## Passing example
@@ -25,7 +26,7 @@ def gemm_two_rings(lm, A, B, C):  # expect: P098
 
 CODE = "P098"
 NAME = "protocol-bounds"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "report"
 AUTHORITY = "coverage"
 CATEGORY = "protocol"
@@ -48,8 +49,7 @@ def check(ctx):
     for reason in result.incomplete:
         yield ctx.finding(
             ctx.schedule, f"protocol analysis incomplete: {reason}",
-            condition="exploration finished within its bounds",
-            hint="reduce the number of stages or simplify the loop structure, or raise the "
-                 "bound with care",
-            evidence={"states": result.states, "window": result.window},
+            condition="the analysis finished within its bounds",
+            hint="shorten the loops that are not periodic, or raise the bound with care",
+            evidence={"events": result.events},
         )

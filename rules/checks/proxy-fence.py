@@ -2,14 +2,13 @@
 async-proxy reader (bulk store, asynchronous MMA) reads it.
 
 ## What it does
-Generic stores (`lm.elementwise`, `lm.fill`, ... into a shared-memory view) and the async
-proxy (`store_async` bulk stores, `lm.mma_async` operand reads, which also run through
-it) are separate views of shared memory. The protocol analysis marks every generic
-write with the writer's first later `lm.fence_proxy()` and reports an async-proxy read
-that happens after the write but not after such a fence - in the same role, or in another
-role that the writer handed the buffer to with an arrive or a named barrier. This rule
-points at the generic write, names the buffer, the stage, the writer, the reader and the
-hand-off, and says where the fence goes.
+The protocol analysis finds shared memory written with generic stores and later
+read through the async proxy (a bulk store, a wgmma operand) with the hand-off in
+between but no `fence.proxy.async` by the writing threads between the write and the
+hand-off (PTX ISA, memory consistency model: proxies). The rule proposes
+`lm.fence_proxy()` right after the write, has the engine re-check the schedule, and
+reports only when that removes the anomaly: at the write, with the witness and the
+re-checked fix.
 
 ## Why is this bad?
 An mbarrier or named barrier orders the writes for generic readers only; without
@@ -30,12 +29,12 @@ before the generic writes. The result is stale output that depends on timing.
 ```
 """
 
-from cakegov.analysis.asynchrony import anomalies_of, hands_off, iteration, role_events
-from cakegov.analysis.witness import witness_evidence
+from cakegov.analysis.diagnose import Candidate, classify, evidence
+from cakegov.plugin import Repair
 
 CODE = "P013"
 NAME = "proxy-fence"
-VERSION = "1.0.0"
+VERSION = "2.0.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -45,43 +44,31 @@ MOTIVATED_BY = (
     "corpus/invalid/kmeans_assign/labels_store_async_without_fence.cake",
 )
 
+_KINDS = ("proxy",)
+
+
+def _candidates(ctx, anomaly):
+    reader, writer = anomaly.events
+    yield Candidate((Repair("insert", writer.path, text="lm.fence_proxy()", after=True),),
+                    f"insert `lm.fence_proxy()` in `{writer.role}` after the write (line "
+                    f"{writer.line}), before the hand-off", subject=writer.path,
+                    value=(reader, writer))
+
+
+def _report(ctx, anomaly, attempt, cand):
+    reader, writer = cand.value
+    stage = anomaly.details.get("stage")
+    return ctx.finding(
+        ctx.node_at(writer.path),
+        f"`{writer.role}` writes `{anomaly.resource}` stage {stage} with generic stores and "
+        f"`{reader.role}` reads it through the async proxy ({reader.primitive or 'copy'}, line "
+        f"{reader.line}) with no `lm.fence_proxy()` in between",
+        condition="generic-proxy writes to shared memory are followed by fence.proxy.async in "
+                  "the writer before the hand-off to an async-proxy reader",
+        hint=attempt.fix.description, resource=anomaly.resource, role=writer.role,
+        stage=str(stage) if stage is not None else None,
+        evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
+
 
 def check(ctx):
-    result = ctx.protocol
-    if result is None:
-        return
-    seen = set()
-    for anomaly in anomalies_of(result, "proxy"):
-        reader, writer = anomaly.events
-        if writer.path in seen:
-            continue
-        seen.add(writer.path)
-        buf, stage = anomaly.resource, anomaly.details.get("stage")
-        events = role_events(result, writer)
-        handoff = None
-        if reader.role != writer.role:
-            handoff = next((e for e in events[writer.seq + 1:] if hands_off(e)), None)
-        fences = [e for e in events[writer.seq + 1:]
-                  if e.kind == "fence" and e.scope == "proxy_async"]
-        read = f"{reader.primitive}, line {reader.line}{iteration(reader)}"
-        if handoff is not None:
-            place = f"after line {writer.line} and before the hand-off at line {handoff.line}"
-            how = (f"hands it to `{reader.role}` at line {handoff.line}, which reads it "
-                   f"through the async proxy ({read})")
-        else:
-            place = f"after line {writer.line} and before line {reader.line}"
-            how = f"then reads it through the async proxy ({read})"
-        late = f" (the fence at line {fences[0].line} comes too late)" if fences else ""
-        yield ctx.finding(
-            ctx.node_at(writer.path),
-            f"`{writer.role}` writes `{buf}` stage {stage}{iteration(writer)} with generic "
-            f"stores and {how} with no `lm.fence_proxy()` in between{late}",
-            condition="generic-proxy writes to shared memory are followed by "
-                      "fence.proxy.async in the writer before the hand-off to an "
-                      "async-proxy reader (bulk store, wgmma operand)",
-            hint=f"insert `lm.fence_proxy()` in `{writer.role}` {place}",
-            resource=buf, role=writer.role, stage=str(stage),
-            evidence=witness_evidence(anomaly, buffer=buf, stage=stage,
-                                      write_line=writer.line, read_line=reader.line,
-                                      handoff_line=handoff.line if handoff else None),
-        )
+    yield from classify(ctx, _KINDS, _candidates, _report)

@@ -3,10 +3,10 @@
 `op` is one of `copy`, `scale` (`alpha * src`), `add` (`src + alpha`), `relu`, `exp` and
 `cast` (convert to the dtype of `dst`). `dst` and `src` have the same shape."""
 
-from cakegov.plugin import Arg, Effects, access, elements, operand_shape
+from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "elementwise"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.elementwise"
 CATEGORY = "compute"
 ARGS = (
@@ -21,8 +21,10 @@ ARGS = (
 def effects(call, view):
     n = elements(operand_shape(call.args["dst"], view))
     return Effects(
-        reads=(access(call.args["src"], view),),
-        writes=(access(call.args["dst"], view),),
+        # a fragment meets a shared tile element by element, in the fragment's layout;
+        # two shared tiles meet through the destination's `for_each`
+        reads=(access(call.args["src"], view, spread=spread_by(call.args["dst"])),),
+        writes=(access(call.args["dst"], view, spread=spread_by(call.args["src"])),),
         flops=n,
     )
 

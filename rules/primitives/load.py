@@ -9,7 +9,7 @@ without it the tile must lie inside the tensor."""
 from cakegov.plugin import Arg, Effects, access, barrier_action
 
 NAME = "load"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "smem.load"
 RECEIVER = "dst"
 CATEGORY = "memory"
@@ -38,11 +38,11 @@ def effects(call, view):
 # ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
 # The first warp of the role issues the copy, one row per lane at a time; every row
 # delivers exactly its bytes to the barrier: the in-bounds part from the tensor, the rest
-# (with pad=True) from the kernel's zero row. `role.sync` first (a named barrier over the
-# role, `__syncwarp()` for a one-warp role): the copy then follows everything the role's
-# threads did before in program order (arming the barrier, reading the old stage).
+# (with pad=True) from the kernel's zero row. The lowering puts a role synchronisation
+# before every load (an explicit op of the LoweredKernel: a named barrier over the role,
+# `__syncwarp()` for a one-warp role), so the copy follows everything the role's threads
+# did before in program order (arming the barrier, reading the old stage).
 TEMPLATE = """\
-{{ role.sync }}
 if (cg_rwarp == 0) {
   cg::load_tile<{{ copy.ctype }}, {{ op.rows }}, {{ op.row_elems }}, {{ copy.pad }}>(
       cg_base + {{ copy.dst }}, {{ copy.src }}, {{ copy.src_rows }}, {{ copy.src_cols }},

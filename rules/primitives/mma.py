@@ -5,10 +5,10 @@ or (N, K) with `transpose_b=True`. The tile is executed as `mma.sync` instructio
 target's shape (m16n8k16 for f16/bf16), so M, N and K must be multiples of it. `init`
 (True, False or a condition such as `k == 0`) zeroes the accumulator first."""
 
-from cakegov.plugin import Arg, Effects, access, operand_shape
+from cakegov.plugin import Arg, Effects, Spread, access, operand_shape
 
 NAME = "mma"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.mma"
 CATEGORY = "compute"
 ARGS = (
@@ -21,12 +21,24 @@ ARGS = (
 )
 
 
+def _flag(call, name):
+    value = call.args.get(name)
+    return bool(getattr(value, "value", False))
+
+
 def effects(call, view):
     a, b, acc = call.args["a"], call.args["b"], call.args["acc"]
     m, n = ((*operand_shape(acc, view), 0, 0))[:2]
     k = ((*operand_shape(a, view), 0, 0))[1]
     return Effects(
-        reads=(access(a, view), access(b, view), access(acc, view)),
+        # each lane loads its A and B fragments (32-bit pairs) and the warp then executes
+        # mma.sync.aligned, which every lane must reach: the loads are complete warp-wide
+        reads=(access(a, view, spread=Spread(kind="mma_a", fragment=acc.name),
+                      collective=True),
+               access(b, view, spread=Spread(kind="mma_b", fragment=acc.name,
+                                             transpose=_flag(call, "transpose_b")),
+                      collective=True),
+               access(acc, view)),
         writes=(access(acc, view),),
         flops=2 * m * n * k,
     )

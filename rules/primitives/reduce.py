@@ -3,10 +3,10 @@
 `op` is `sum`, `max`, `min`, `argmin` or `argmax` (index of the first extreme element;
 `dst` is then an i32 fragment). `dst` has the shape of `src` without `axis`."""
 
-from cakegov.plugin import Arg, Effects, access, elements, operand_shape
+from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "reduce"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.reduce"
 CATEGORY = "compute"
 ARGS = (
@@ -20,7 +20,8 @@ ARGS = (
 def effects(call, view):
     n = elements(operand_shape(call.args["src"], view))
     return Effects(
-        reads=(access(call.args["src"], view),),
+        # thread r % threads reduces row r of src (the rows layout of dst)
+        reads=(access(call.args["src"], view, spread=spread_by(call.args["dst"], "rows_of")),),
         writes=(access(call.args["dst"], view),),
         flops=n,
     )

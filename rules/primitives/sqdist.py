@@ -1,10 +1,10 @@
 """Squared Euclidean distances between the rows of two tiles:
 `dst[i, j] = sum_d (x[i, d] - c[j, d])^2`, with `x` (R, D), `c` (C, D) and `dst` (R, C)."""
 
-from cakegov.plugin import Arg, Effects, access, operand_shape
+from cakegov.plugin import Arg, Effects, access, operand_shape, spread_by
 
 NAME = "sqdist"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.sqdist"
 CATEGORY = "compute"
 ARGS = (
@@ -18,7 +18,9 @@ def effects(call, view):
     r, d = ((*operand_shape(call.args["x"], view), 0, 0))[:2]
     c = ((*operand_shape(call.args["c"], view), 0))[0]
     return Effects(
-        reads=(access(call.args["x"], view), access(call.args["c"], view)),
+        # the thread holding dst[i, j] reads row i of x and row j of c
+        reads=(access(call.args["x"], view, spread=spread_by(call.args["dst"], "rows_of")),
+               access(call.args["c"], view, spread=spread_by(call.args["dst"], "cols_of"))),
         writes=(access(call.args["dst"], view),),
         flops=3 * r * c * d,
     )

@@ -11,7 +11,7 @@ outside `dst` are not written (the tail strategy)."""
 from cakegov.plugin import Arg, BarrierAction, Effects, access, elements, operand_shape
 
 NAME = "store_async"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "smem.store_async"
 RECEIVER = "src"
 CATEGORY = "memory"
@@ -39,11 +39,11 @@ def effects(call, view):
 
 
 # ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
-# `role.sync` first: every thread of the role has written (and fenced) its part of the
-# tile before the first warp issues the bulk stores; each lane commits its rows as one bulk
-# group, and the `store_wait` lowering waits in those lanes, then synchronises the role.
+# The lowering synchronises the role first (an explicit op), so every thread of the role
+# has written (and fenced) its part of the tile before the first warp issues the bulk
+# stores; each lane commits its rows as one bulk group, and the `store_wait` lowering
+# waits in those lanes, then synchronises the role.
 TEMPLATE = """\
-{{ role.sync }}
 if (cg_rwarp == 0) {
   cg::store_async<{{ args.mask.const }}>(
       {{ args.dst.ref }}, {{ args.at.row }}, {{ args.at.col }}, {{ args.src.ref }}, cg_lane);

@@ -1,10 +1,10 @@
 """Top-k selection along the last axis: `dst` receives the indices of the `k` smallest
 (`largest=False`) or largest elements of each row of `src`, in order."""
 
-from cakegov.plugin import Arg, Effects, access, elements, operand_shape
+from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "topk"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.topk"
 CATEGORY = "compute"
 ARGS = (
@@ -19,7 +19,8 @@ ARGS = (
 def effects(call, view):
     n = elements(operand_shape(call.args["src"], view))
     return Effects(
-        reads=(access(call.args["src"], view),),
+        # thread r % threads selects from row r of src (the rows layout of dst)
+        reads=(access(call.args["src"], view, spread=spread_by(call.args["dst"], "rows_of")),),
         writes=(access(call.args["dst"], view),),
         flops=n * max(1, n.bit_length()),
     )

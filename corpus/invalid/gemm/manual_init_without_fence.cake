@@ -1,8 +1,10 @@
 """Derived from corpus/valid/gemm/raw_manual_init_s2.cake with `lm.fence_barrier_init()`
 deleted: the loader initialises the full and empty barriers and meets the math role at
-`lm.sync_cta()`, but without `fence.mbarrier_init` the initialisations are not guaranteed
-visible to the other threads and to the async proxy (the bulk copies' complete_tx) when
-the barriers are first used: undefined behaviour."""
+`lm.sync_cta()`. The CTA sync orders the initialisations before every thread's own waits
+and arrives (generic proxy), but the bulk copies complete on `full` through the async
+proxy, and only `fence.mbarrier_init` makes an initialisation visible to it (PTX ISA,
+fence.mbarrier_init): the first copy, issued at k = 0, may complete_tx on a barrier the
+copy engine has not seen initialised. Undefined behaviour at the first load."""
 @cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
 def gemm_raw_manual_init_s2(lm, A, B, C):
     BM, BN, BK, S = 64, 128, 64, 2
@@ -21,9 +23,9 @@ def gemm_raw_manual_init_s2(lm, A, B, C):
             empty[s].init()
         lm.sync_cta()                                        # ... to every role
         for k in lm.range(0, lm.cdiv(lm.K, BK)):
-            empty[k % S].wait(parity=(k // S + 1) % 2)  # expect: P012
+            empty[k % S].wait(parity=(k // S + 1) % 2)
             full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
-            a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
+            a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)  # expect: P012
             b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True)
     with math:
         lm.sync_cta()                                        # barriers are initialised

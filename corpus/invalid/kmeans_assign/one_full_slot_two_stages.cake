@@ -32,6 +32,7 @@ def kmeans_one_full_slot(lm, X, C, labels):
         for t in lm.range(0, TILES):
             full[0].wait(parity=t % 2)
             lm.sqdist(dist, x_s[t % S], c_s)
+            lm.syncwarp()                         # every lane has read the stage
             empty[t % S].arrive()
             lm.reduce(lab, dist, op="argmin", axis=1)
             lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)

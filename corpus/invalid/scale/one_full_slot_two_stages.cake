@@ -26,5 +26,6 @@ def scale_rows_one_full_slot(lm, X, Y):
         for t in lm.range(0, TILES):
             full[0].wait(parity=t % 2)
             lm.elementwise(y, x_s[t % 2], op="scale", alpha=2.5)
+            lm.syncwarp()                         # every lane has read the stage
             empty[t % 2].arrive()
             lm.store(Y, at=(m0 + t * TM, n0), src=y, mask=True)

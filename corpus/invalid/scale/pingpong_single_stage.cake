@@ -28,11 +28,13 @@ def scale_pingpong_s1(lm, X, Y):
         for t in lm.range(0, TILES, 2):
             full[t % S].wait(parity=(t // S) % 2)
             lm.elementwise(y0, x_s[t % S], op="scale", alpha=2.5)
+            lm.syncwarp()                         # every lane has read the stage
             empty[t % S].arrive()
             lm.store(Y, at=(m0 + t * TM, n0), src=y0, mask=True)
     with work1:
         for t in lm.range(1, TILES, 2):
             full[t % S].wait(parity=(t // S) % 2)
             lm.elementwise(y1, x_s[t % S], op="scale", alpha=2.5)
+            lm.syncwarp()                         # every lane has read the stage
             empty[t % S].arrive()
             lm.store(Y, at=(m0 + t * TM, n0), src=y1, mask=True)

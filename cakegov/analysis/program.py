@@ -1,0 +1,422 @@
+"""The lowered kernel as the protocol analysis executes it: model threads and their
+events, for one set of workload sizes and one CTA.
+
+Granularity follows the lowering (docs/checker.md, "The model"). Every role is one
+*model thread* whose warps run its program in lockstep; what each operation is executed
+by is recorded with it:
+
+- `E`: one elected thread (lane 0 of the role's first warp): `arrive(per="role")`,
+  `arrive_expect_tx`, `mbarrier.init`, bulk copy issue (the lowering synchronises the role
+  just before it);
+- `W0`: lane 0 of every warp (`arrive(per="warp")`), and shared-memory reads consumed by a
+  warp-collective instruction (complete warp-wide once lane 0 passes it);
+- `T`: every thread (waits, named barriers, fences, ordinary loads and stores);
+- `engine`: the asynchronous proxy on the role's behalf (bulk copies, bulk stores, wgmma
+  operands).
+
+Shared memory is a byte array laid out at the lowered offsets: an access names the
+*region* (the bytes of one buffer stage, merged with every stage that overlaps it), its
+byte offset in the region and its footprint (cakegov/analysis/footprint.py). Register
+fragments matter only where an asynchronous group writes one: those become regions too.
+
+Loops are unrolled with every index, stage, parity and byte count evaluated. A *splice
+plan* (cakegov/analysis/window.py) may remove whole periods of iterations from loops whose
+protocol behaviour is periodic; `Program.removed` then counts what was removed, per slot,
+so the plan can be checked against the phase arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from cakegov.analysis.footprint import ENGINE, Footprint, Footprints
+from cakegov.ir.expr import Env, EvalError, Expr, evaluate
+from cakegov.lower.kernel import (
+    LArrive,
+    LCompute,
+    LCopy,
+    LFence,
+    LFor,
+    LGroupWait,
+    LInit,
+    LNamedSync,
+    LOp,
+    LoweredKernel,
+    LWait,
+)
+
+WARP = 32
+
+
+class UnrollError(Exception):
+    """The kernel cannot be unrolled for these sizes (a bound or an expression)."""
+
+
+@dataclass(slots=True, eq=False)
+class Mem:
+    """One shared-memory (or tracked register) access of an event."""
+
+    region: int
+    shift: int  # byte offset of the accessed stage inside its region
+    fp: Footprint
+    write: bool
+    proxy: str  # generic | async
+    who: str  # E | W0 | T | engine
+    name: str  # buffer or fragment
+    stage: int
+    space: str = "smem"
+
+    @property
+    def mask(self) -> int:
+        return self.fp.mask << self.shift
+
+    def where(self) -> str:
+        return f"{self.name} stage {self.stage}" if self.space == "smem" else \
+            f"fragment {self.name}"
+
+
+@dataclass(slots=True, eq=False)
+class Event:
+    """One step of one model thread, every index evaluated."""
+
+    thread: int
+    seq: int
+    kind: str  # wait | arrive | copy | compute | named | fence | init | retire
+    path: str
+    line: int
+    iters: tuple[tuple[str, int], ...]
+    role: str = ""
+    slot: int = -1
+    parity: int = 0
+    n: int = 0  # arrivals this step makes (all warps or threads of `who`)
+    tx: int = 0  # transaction bytes each arrival adds
+    who: str = "T"
+    nbytes: int = 0  # bytes a copy delivers
+    mem: tuple[Mem, ...] = ()
+    named: tuple[int, int, bool] | None = None  # (id, declared threads, waits)
+    scope: str = ""  # fence scope
+    group: str = ""  # compute: group committed; retire: group retired
+    pending: int = 0
+    count: int = 0  # init: arrival count
+    source: str = ""
+    primitive: str = ""
+    derived: str = ""
+    collective: bool = False  # a warp-collective instruction (lanes converge)
+
+    def where(self) -> str:
+        its = ", ".join(f"{k}={v}" for k, v in self.iters)
+        return f"{self.role} line {self.line}" + (f" ({its})" if its else "")
+
+
+@dataclass
+class Thread:
+    """A model thread: one role, `warps` warps in lockstep."""
+
+    index: int
+    role: str
+    warps: int
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def threads(self) -> int:
+        return self.warps * WARP
+
+
+@dataclass
+class Program:
+    """Every model thread's events for one set of sizes and one CTA."""
+
+    kernel: LoweredKernel
+    sizes: dict[str, int]
+    cta: tuple[int, int, int]
+    threads: list[Thread]
+    slots: list[tuple[str, int]]  # slot id -> (barrier, index)
+    slot_count: list[int]
+    slot_manual: list[bool]
+    regions: list[str]  # region id -> description
+    trip_counts: dict[str, int] = field(default_factory=dict)  # loop path -> most trips
+    spliced: dict[int, tuple[int, int]] = field(default_factory=dict)  # depth -> removed
+    # removed per slot: (thread, kind) -> count (arrivals weighted by multiplicity)
+    removed: dict[tuple[int, int, str], int] = field(default_factory=dict)
+
+    @property
+    def events(self) -> int:
+        return sum(len(t.events) for t in self.threads)
+
+    def slot_name(self, slot: int) -> str:
+        name, index = self.slots[slot]
+        return f"{name}[{index}]"
+
+    def signature(self) -> tuple:
+        """What the program does, for deduplicating runs with identical behaviour."""
+        return tuple(tuple(_sig(ev) for ev in t.events) for t in self.threads)
+
+
+def _sig(ev: Event) -> tuple:
+    return (ev.kind, ev.path, ev.slot, ev.parity, ev.n, ev.tx, ev.nbytes, ev.who,
+            tuple((m.region, m.shift, m.write) for m in ev.mem), ev.named, ev.scope,
+            ev.group, ev.pending)
+
+
+def loops_of(ops: tuple[LOp, ...]) -> list[LFor]:
+    out: list[LFor] = []
+    for op in ops:
+        if isinstance(op, LFor):
+            out.append(op)
+            out.extend(loops_of(op.body))
+    return out
+
+
+def async_fragments(kernel: LoweredKernel) -> frozenset[str]:
+    """Fragments an asynchronous op writes: the only registers the analysis tracks."""
+    out: set[str] = set()
+    for role in kernel.roles:
+        for op in _ops(role.body):
+            if isinstance(op, LCompute) and op.group is not None:
+                out.update(a.name for a in op.writes if a.space == "reg")
+    return frozenset(out)
+
+
+def _ops(ops: tuple[LOp, ...]):
+    for op in ops:
+        if isinstance(op, LFor):
+            yield from _ops(op.body)
+        else:
+            yield op
+
+
+class Builder:
+    """Unrolls one LoweredKernel into Programs (one per sizes and CTA)."""
+
+    def __init__(self, kernel: LoweredKernel, footprints: Footprints | None = None):
+        self.kernel = kernel
+        self.fp = footprints or Footprints(kernel)
+        self.tracked = async_fragments(kernel)
+        self.slot_ids: dict[tuple[str, int], int] = {}
+        self.slots: list[tuple[str, int]] = []
+        self.slot_count: list[int] = []
+        self.slot_manual: list[bool] = []
+        for bar in kernel.barriers:
+            for i in range(bar.stages):
+                self.slot_ids[(bar.name, i)] = len(self.slots)
+                self.slots.append((bar.name, i))
+                self.slot_count.append(bar.count)
+                self.slot_manual.append(bar.init == "manual")
+        self._regions()
+
+    def _regions(self) -> None:
+        """Stages that share bytes form one region (views never overlap in today's
+        layout, but the model does not assume it)."""
+        spans: list[tuple[int, int, str, int]] = []
+        for buf in self.kernel.buffers:
+            for s in range(buf.stages):
+                start = buf.offset + s * buf.stage_bytes
+                spans.append((start, start + buf.stage_bytes, buf.name, s))
+        spans.sort()
+        self.region_of: dict[tuple[str, int], tuple[int, int]] = {}
+        self.regions: list[str] = []
+        current_end = -1
+        base = 0
+        for start, end, name, stage in spans:
+            if start >= current_end:
+                self.regions.append(f"{name} stage {stage}")
+                base = start
+            else:
+                self.regions[-1] += f" / {name} stage {stage}"
+            current_end = max(current_end, end)
+            self.region_of[(name, stage)] = (len(self.regions) - 1, start - base)
+        for frag in sorted(self.tracked):
+            self.region_of[("reg:" + frag, 0)] = (len(self.regions), 0)
+            self.regions.append(f"fragment {frag}")
+
+    def slot(self, barrier: str, index: int, path: str) -> int:
+        key = (barrier, index)
+        if key not in self.slot_ids:
+            bar = self.kernel.barrier(barrier)
+            stages = bar.stages if bar is not None else 0
+            raise UnrollError(f"{path}: barrier index {barrier}[{index}] is outside its "
+                              f"{stages} stage(s)")
+        return self.slot_ids[key]
+
+    # ---- unrolling --------------------------------------------------------------------
+
+    def estimate(self, sizes: Mapping[str, int], cta: tuple[int, int, int] = (0, 0, 0),
+                 plan: Mapping[int, tuple[int, int]] | None = None,
+                 limit: int = 10_000_000) -> int:
+        """How many events `build` would make, counted with numpy without building them
+        (capped a little above `limit`)."""
+        import numpy as np
+
+        from cakegov.analysis.grid import vec_eval
+
+        plan = dict(plan or {})
+        blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
+
+        def count(ops, vars_: dict, n: int, depth: int) -> int:
+            total = 0
+            for op in ops:
+                if not isinstance(op, LFor):
+                    total += n
+                    continue
+                start = np.broadcast_to(np.asarray(vec_eval(op.start, sizes, vars_, blocks, {}),
+                                                   dtype=np.int64), (n,))
+                stop = np.broadcast_to(np.asarray(vec_eval(op.stop, sizes, vars_, blocks, {}),
+                                                  dtype=np.int64), (n,))
+                trips = np.maximum(0, -(-(stop - start) // op.step))
+                inner = int(trips.sum())
+                if inner == 0:
+                    continue
+                if inner > limit:
+                    return limit + 1
+                owner = np.repeat(np.arange(n), trips)
+                offset = np.arange(inner) - np.repeat(np.cumsum(trips) - trips, trips)
+                values = start[owner] + offset * op.step
+                keep = np.ones(inner, dtype=bool)
+                cut = plan.get(depth)
+                if cut is not None:
+                    keep = (values < cut[0]) | (values >= cut[1])
+                deeper = {k: (np.asarray(v)[owner][keep] if isinstance(v, np.ndarray) else v)
+                          for k, v in vars_.items()}
+                deeper[op.var] = values[keep]
+                total += count(op.body, deeper, int(keep.sum()), depth + 1)
+                if total > limit:
+                    return limit + 1
+            return total
+
+        out = 0
+        for role in self.kernel.roles:
+            out += count(role.body, {}, 1, 0)
+            if out > limit:
+                return limit + 1
+        return out
+
+    def build(self, sizes: Mapping[str, int], cta: tuple[int, int, int] = (0, 0, 0),
+              plan: Mapping[int, tuple[int, int]] | None = None,
+              max_events: int = 100_000) -> Program:
+        plan = dict(plan or {})
+        program = Program(kernel=self.kernel, sizes=dict(sizes), cta=cta, threads=[],
+                          slots=self.slots, slot_count=self.slot_count,
+                          slot_manual=self.slot_manual, regions=self.regions,
+                          spliced=plan)
+        self._total = 0
+        self._max = max_events
+        blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
+        for i, role in enumerate(self.kernel.roles):
+            thread = Thread(index=i, role=role.name, warps=role.warps)
+            self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan, True)
+            program.threads.append(thread)
+        return program
+
+    def _eval(self, expr: Expr, env: Env, path: str) -> int:
+        try:
+            return evaluate(expr, env)
+        except EvalError as exc:
+            raise UnrollError(f"{path}: {exc}") from None
+
+    def _visit(self, ops, vars_: dict[str, int], depth: int, sizes, blocks, thread: Thread,
+               program: Program, plan, keep: bool) -> None:
+        env = Env(sizes=sizes, vars=vars_, blocks=blocks)
+        for op in ops:
+            if isinstance(op, LFor):
+                start = self._eval(op.start, env, op.path)
+                stop = self._eval(op.stop, env, op.path)
+                values = range(start, stop, op.step)
+                program.trip_counts[op.path] = max(program.trip_counts.get(op.path, 0),
+                                                   len(values))
+                cut = plan.get(depth)
+                for v in values:
+                    inner = {**vars_, op.var: v}
+                    kept = keep and not (cut is not None and cut[0] <= v < cut[1])
+                    self._visit(op.body, inner, depth + 1, sizes, blocks, thread, program,
+                                plan, kept)
+                continue
+            if not keep:
+                self._count_removed(op, env, thread, program)
+                continue
+            self._total += 1
+            if self._total > self._max:
+                raise UnrollError(f"more than {self._max} events after unrolling")
+            thread.events.append(self._event(op, env, thread, vars_))
+
+    def _count_removed(self, op: LOp, env: Env, thread: Thread, program: Program) -> None:
+        if isinstance(op, LWait | LArrive):
+            kind, n = ("wait", 1) if isinstance(op, LWait) else ("arrive", op.arrivals)
+            slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
+        elif isinstance(op, LCopy):
+            kind, n = "copy", 1
+            slot = self.slot(op.barrier, self._eval(op.barrier_index, env, op.path), op.path)
+        else:
+            return
+        key = (thread.index, slot, kind)
+        program.removed[key] = program.removed.get(key, 0) + n
+
+    def _event(self, op: LOp, env: Env, thread: Thread, vars_: dict[str, int]) -> Event:
+        base = {"thread": thread.index, "seq": len(thread.events), "path": op.path,
+                "line": op.span.line, "iters": tuple(vars_.items()), "role": thread.role}
+        if isinstance(op, LWait):
+            slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
+            return Event(kind="wait", slot=slot, parity=self._eval(op.parity, env, op.path) % 2,
+                         source=op.source, **base)
+        if isinstance(op, LArrive):
+            slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
+            who = {"role": "E", "warp": "W0", "thread": "T"}[op.per]
+            tx = self._eval(op.tx, env, op.path) if op.expects else 0
+            return Event(kind="arrive", slot=slot, n=op.arrivals, tx=tx, who=who,
+                         source=op.source, **base)
+        if isinstance(op, LCopy):
+            slot = self.slot(op.barrier, self._eval(op.barrier_index, env, op.path), op.path)
+            stage = self._eval(op.stage, env, op.path)
+            mem = self._mem(op.buffer, stage, self.fp.engine(op.buffer), True, "async",
+                            "engine", op.path)
+            return Event(kind="copy", slot=slot, nbytes=op.bytes, who="E", mem=(mem,),
+                         source="load", **base)
+        if isinstance(op, LNamedSync):
+            return Event(kind="named", named=(op.id, op.threads, op.wait), n=thread.threads,
+                         derived=op.derived, source=op.barrier, **base)
+        if isinstance(op, LFence):
+            return Event(kind="fence", scope=op.scope, derived=op.derived,
+                         collective=op.scope == "warp", **base)
+        if isinstance(op, LInit):
+            slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
+            return Event(kind="init", slot=slot, count=op.count, who="E", source=op.source,
+                         **base)
+        if isinstance(op, LGroupWait):  # wgmma.wait_group is .sync.aligned: lanes converge
+            return Event(kind="retire", group=op.group, pending=op.pending, source=op.source,
+                         collective=op.group == "wgmma", **base)
+        assert isinstance(op, LCompute)
+        mem: list[Mem] = []
+        collective = False
+        for write, accesses in ((False, op.reads), (True, op.writes)):
+            for n, a in enumerate(accesses):
+                if a.space == "reg" and a.name in self.tracked:
+                    region, _ = self.region_of[("reg:" + a.name, 0)]
+                    who = "engine" if op.group else "T"
+                    mem.append(Mem(region, 0, _PRIVATE, write, "generic", who, a.name, 0,
+                                   space="reg"))
+                    continue
+                if a.space != "smem":
+                    continue
+                stage = self._eval(a.stage, env, op.path) if a.stage is not None else 0
+                fp = self.fp.of(thread.role, op.path, n, write, a)
+                who = "engine" if fp.who == ENGINE else ("W0" if a.collective else "T")
+                collective = collective or a.collective
+                mem.append(self._mem(a.name, stage, fp, write, a.proxy, who, op.path))
+        # wgmma.mma_async is .sync.aligned too: every lane of the warp executes it together
+        collective = collective or op.group == "wgmma"
+        return Event(kind="compute", mem=tuple(mem), primitive=op.primitive,
+                     group=op.group or "", collective=collective, **base)
+
+    def _mem(self, buffer: str, stage: int, fp: Footprint, write: bool, proxy: str, who: str,
+             path: str) -> Mem:
+        key = (buffer, stage)
+        if key not in self.region_of:
+            buf = self.kernel.buffer(buffer)
+            stages = buf.stages if buf is not None else 0
+            raise UnrollError(f"{path}: stage {stage} of `{buffer}` is outside its "
+                              f"{stages} stage(s)")
+        region, shift = self.region_of[key]
+        return Mem(region, shift, fp, write, proxy, who, buffer, stage)
+
+
+_PRIVATE = Footprint(1, 1, 0, None)  # a thread's own registers: never shared

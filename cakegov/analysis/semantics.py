@@ -1,0 +1,149 @@
+"""The state machines of the synchronisation objects a lowered kernel uses: mbarriers,
+named barriers and asynchronous groups. This is the one place their arithmetic lives;
+the protocol analysis (cakegov/analysis/execute.py), the CPU simulator and the tests of
+hand-worked PTX traces all drive these classes.
+
+mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"):
+the object holds the current phase, a pending-arrival count and a transaction count
+(tx-count). `mbarrier.init` sets pending to the expected arrival count, tx to 0 and the
+phase to 0. An arrive decrements pending; `expect-tx(n)` raises tx by n; the completion
+of an asynchronous copy (`complete-tx(n)`) lowers it by n, and tx may go below zero while
+arrivals are outstanding. The current phase completes when pending and tx are both zero:
+the phase advances and pending is reloaded with the expected count. `try_wait.parity(p)`
+succeeds when the phase whose parity is `p` has completed, i.e. when the current phase's
+parity differs from `p`; a waiter therefore observes the most recently completed phase,
+and on a fresh barrier `try_wait.parity(1)` succeeds at once (phase "-1" counts as
+complete). A waiter two phases behind sees the same parity as one zero phases behind:
+parity aliasing.
+
+Named barrier (PTX ISA, `bar.sync` / `bar.arrive`): each instance completes when the
+declared number of threads has arrived; `bar.sync` waits for completion, `bar.arrive`
+does not. The next arrivals start a new instance.
+
+Asynchronous groups (`wgmma.commit_group` / `wgmma.wait_group N`,
+`cp.async.bulk.commit_group` / `cp.async.bulk.wait_group.read N`): each thread counts the
+groups it committed; a wait with N retires every group but the N most recent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# PTX ISA, mbarrier: the expected arrival count and the tx-count are limited to
+# 2^20 - 1 in magnitude.
+ARRIVAL_LIMIT = (1 << 20) - 1
+TX_LIMIT = (1 << 20) - 1
+
+
+class BarrierError(Exception):
+    """An operation that has no defined outcome on the hardware (out-of-range counts)."""
+
+
+class OverArrival(BarrierError):
+    """An arrival on a phase whose expected arrivals have all been made (its transaction
+    bytes still outstanding): the pending count would go below zero, which the PTX ISA
+    does not define (an arrive counts towards the current phase only)."""
+
+
+@dataclass
+class MBarrier:
+    """One mbarrier object. `phase` counts completed phases (the current phase's index)."""
+
+    count: int
+    phase: int = 0
+    pending: int = 0
+    tx: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.count <= ARRIVAL_LIMIT:
+            raise BarrierError(f"arrival count {self.count} outside 1..{ARRIVAL_LIMIT}")
+        if self.pending == 0 and self.phase == 0 and self.tx == 0:
+            self.pending = self.count
+
+    def _settle(self) -> int:
+        if self.pending == 0 and self.tx == 0:
+            self.phase += 1
+            self.pending = self.count
+            return 1
+        return 0
+
+    def _check_tx(self) -> None:
+        if abs(self.tx) > TX_LIMIT:
+            raise BarrierError(f"tx-count {self.tx} outside +-{TX_LIMIT}")
+
+    def arrive(self, tx: int = 0) -> int:
+        """One arrival, after adding `tx` expected bytes (`arrive.expect_tx`). Returns the
+        number of phases it completed (0 or 1)."""
+        if self.pending <= 0:
+            raise OverArrival(f"arrival on a phase whose {self.count} expected arrival(s) "
+                              f"are all in ({self.tx} tx byte(s) outstanding)")
+        self.tx += tx
+        self._check_tx()
+        self.pending -= 1
+        return self._settle()
+
+    def complete_tx(self, nbytes: int) -> int:
+        """An asynchronous copy delivered `nbytes`. Returns the phases completed (0 or 1)."""
+        self.tx -= nbytes
+        self._check_tx()
+        if self.pending == 0:
+            return self._settle()
+        return 0
+
+    def expect_tx(self, nbytes: int) -> None:
+        """`mbarrier.expect_tx`: raise the tx-count without arriving."""
+        self.tx += nbytes
+        self._check_tx()
+
+    def passes(self, parity: int) -> bool:
+        """`mbarrier.try_wait.parity(parity)`: has the phase of this parity completed?"""
+        return self.phase % 2 != parity % 2
+
+    @property
+    def observed(self) -> int:
+        """The phase a waiter that passes now observes: the latest completed one."""
+        return self.phase - 1
+
+
+@dataclass
+class NamedBarrier:
+    """One hardware named barrier with its declared thread count."""
+
+    threads: int
+    arrived: int = 0
+    instance: int = 0  # instances completed so far
+
+    def arrive(self, threads: int) -> tuple[int, int]:
+        """`threads` threads arrive. Returns (instances completed, threads left over in
+        the next instance): a group larger than the room left splits across instances."""
+        if self.threads <= 0:
+            raise BarrierError(f"named barrier with {self.threads} threads")
+        self.arrived += threads
+        done = 0
+        while self.arrived >= self.threads:
+            self.arrived -= self.threads
+            self.instance += 1
+            done += 1
+        return done, self.arrived
+
+
+@dataclass
+class AsyncGroups:
+    """The asynchronous groups of one kind that one thread has committed."""
+
+    committed: int = 0
+    retired: int = 0
+
+    def commit(self) -> int:
+        """Commit one group; returns its ordinal (1-based)."""
+        self.committed += 1
+        return self.committed
+
+    def wait(self, pending: int) -> int:
+        """`wait_group pending`: returns the number of groups retired in total."""
+        self.retired = max(self.retired, self.committed - max(0, pending))
+        return self.retired
+
+    @property
+    def in_flight(self) -> int:
+        return self.committed - self.retired
