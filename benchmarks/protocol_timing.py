@@ -1,138 +1,214 @@
-"""Protocol-analysis timings for benchmarks/bench_check.py: per corpus schedule (lowering,
-unrolling and exploration, measured apart from the rest of the check) and the growth of
-time and explored states with the number of pipeline stages and loop iterations."""
+"""Protocol-analysis timings, side by side in one run: every corpus schedule (lowering and
+protocol analysis, apart from the rules), its median and p95 as ratios to compiling a
+comparable kernel with nvcc and with NVRTC, and a scaling table of a warp-specialised
+ring over S = 1..8 stages x 1..3 consumer warpgroups x trip counts 4..4096 and over
+persistent tiles 1..8. Every point must end with a verdict (not `incomplete`); the table
+shows how time grows with each dimension.
+
+    python benchmarks/protocol_timing.py            # a few minutes on 2 cores
+    python benchmarks/protocol_timing.py --quick    # fewer points, one repetition
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# A warp-specialised GEMM whose ring depth and trip count are parameters: one loader warp
-# and one math warpgroup, 64x64x32 bf16 tiles (8 KiB per stage, so 8 stages fit).
-GROWTH_TEMPLATE = '''"""Synthetic ring for the growth benchmark."""
-@cake.schedule(target="sm_90a", workload="gemm", {binding})
-def growth_s{stages}(lm, A, B, C):
-    BM, BN, BK = 64, 64, 32
-    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=8)
-    a_s = lm.smem("bf16", (BM, BK), stages={stages})
-    b_s = lm.smem("bf16", (BN, BK), stages={stages})
+# One loader warpgroup and C math warpgroups on one raw ring: each math warpgroup takes
+# 64 rows of A through its own buffer and all of B; the empty barrier counts one arrive
+# per math warp. TILES > 1 makes it persistent: the ring's phases carry over from tile to
+# tile (iteration `tile * KT + k`). K is pinned with `sizes=`, so the trip count is a
+# constant of the schedule.
+TEMPLATE = '''"""Scaling point: S={stages}, C={consumers}, {trips} trips, {tiles} tiles."""
+@cake.schedule(target="sm_90a", workload="gemm", sizes={{"K": {k}}})
+def scale_s{stages}_c{consumers}_t{trips}_p{tiles}(lm, A, B, C):
+    BH, BN, BK, S, KT, TILES = 64, 64, 32, {stages}, {trips}, {tiles}
+    lm.launch(grid=(lm.cdiv(lm.M, {consumers} * BH * TILES), lm.cdiv(lm.N, BN)),
+              warps={warps})
+{buffers}
+    b_s = lm.smem("bf16", (BN, BK), stages=S)
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count={empty}, stages=S)
     loader = lm.role(warps=range(0, 4), regs=40)
-    math = lm.role(warps=range(4, 8), regs=232)
-    acc = lm.fragment("f32", (BM, BN), role=math)
-    ring = lm.pipeline(stages={stages}, buffers=[a_s, b_s], producer=loader, consumer=math)
-    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+{roles}
+    n0 = lm.block(1) * BN
     with loader:
-        for k in lm.range(0, lm.cdiv(lm.K, BK)):
-            ring.acquire(k)
-            a_s[ring.stage(k)].load(A, at=(m0, k * BK), barrier=ring.full(k), pad=True)
-            b_s[ring.stage(k)].load(B, at=(n0, k * BK), barrier=ring.full(k), pad=True)
-    with math:
-        for k in lm.range(0, lm.cdiv(lm.K, BK)):
-            ring.wait(k)
-            lm.mma(acc, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True, init=(k == 0))
-            ring.release(k)
-        lm.store(C, at=(m0, n0), src=acc, mask=True)
+        for tile in lm.range(0, TILES):
+            m0 = (lm.block(0) * TILES + tile) * {consumers} * BH
+            for k in lm.range(0, KT):
+                empty[(tile * KT + k) % S].wait(parity=((tile * KT + k) // S + 1) % 2)
+                full[(tile * KT + k) % S].arrive_expect_tx(bytes=lm.nbytes({all_bufs}))
+{loads}
+                b_s[(tile * KT + k) % S].load(B, at=(n0, k * BK),
+                                              barrier=full[(tile * KT + k) % S], pad=True)
+{bodies}'''
+
+CONSUMER = '''    with math{i}:
+        for tile in lm.range(0, TILES):
+            m0 = (lm.block(0) * TILES + tile) * {consumers} * BH + {i} * BH
+            for k in lm.range(0, KT):
+                full[(tile * KT + k) % S].wait(parity=((tile * KT + k) // S) % 2)
+                lm.mma(acc{i}, a{i}_s[(tile * KT + k) % S], b_s[(tile * KT + k) % S],
+                       transpose_b=True, init=(k == 0))
+                empty[(tile * KT + k) % S].arrive()
+            lm.store(C, at=(m0, n0), src=acc{i}, mask=True)
 '''
 
 
+def scaling_schedule(stages: int, consumers: int, trips: int, tiles: int) -> str:
+    bufs = "\n".join(f'    a{i}_s = lm.smem("bf16", (BH, BK), stages=S)'
+                     for i in range(consumers))
+    roles = "\n".join(
+        f"    math{i} = lm.role(warps=range({4 + 4 * i}, {8 + 4 * i}), "
+        f"regs={ {1: 232, 2: 208}.get(consumers, 152)})\n"
+        f'    acc{i} = lm.fragment("f32", (BH, BN), role=math{i})' for i in range(consumers))
+    loads = "\n".join(
+        f"                a{i}_s[(tile * KT + k) % S].load(A, at=(m0 + {i} * BH, k * BK),\n"
+        f"                                               barrier=full[(tile * KT + k) % S], "
+        "pad=True)" for i in range(consumers))
+    bodies = "".join(CONSUMER.format(i=i, consumers=consumers) for i in range(consumers))
+    return TEMPLATE.format(
+        stages=stages, consumers=consumers, trips=trips, tiles=tiles, k=32 * trips,
+        warps=4 + 4 * consumers, buffers=bufs, empty=4 * consumers, roles=roles,
+        all_bufs=", ".join([f"a{i}_s" for i in range(consumers)] + ["b_s"]), loads=loads,
+        bodies=bodies)
+
+
 @dataclass
-class ProtocolTiming:
+class Point:
+    stages: int
+    consumers: int
+    trips: int
+    tiles: int
+    seconds: float
+    events: int  # unrolled events executed (after the window)
+    steps: int
+    verdict: str
+
+
+@dataclass
+class FileTiming:
     file: str
-    analysed: bool
-    reps: int
     median_s: float
-    p95_s: float
-    states: int
+    events: int
     runs: int
     complete: bool
 
 
-@dataclass
-class GrowthPoint:
-    """One (stages, iterations) point: `windowed` is what the checker does (loop trip
-    counts reduced to the protocol window); `raw` explores every iteration (K fixed)."""
+def checker():
+    from cakegov.check.rulebook import Rulebook
+    from cakegov.check.runner import Checker
+    from cakegov.corpus.workloads import load_workloads
 
-    stages: int
-    iterations: int
-    windowed_iterations: int
-    windowed_s: float
-    windowed_states: int
-    raw_s: float | None
-    raw_states: int | None
-    complete: bool
+    return Checker(Rulebook.load(ROOT / "rules"), load_workloads(ROOT / "corpus" / "workloads"))
 
 
-def _context(checker, data: bytes, name: str):
-    from cakegov.check.context import CheckContext
+def analyse(chk, data: bytes, name: str, reps: int):
+    """(median seconds, result) of parsing excluded: lowering + protocol analysis."""
     from cakegov.ir.errors import InputError
     from cakegov.ir.parse import parse_bytes
 
     try:
-        schedule = parse_bytes(data, checker.vocabulary)
+        schedule = parse_bytes(data, chk.vocabulary)
     except InputError:
-        return None
-    book = checker.rulebook
-    return CheckContext(schedule, name, book.targets.get(schedule.target),
-                        checker.workloads.get(schedule.workload), book.primitives,
-                        known_targets=tuple(sorted(book.targets)))
-
-
-def _time_analysis(checker, data: bytes, name: str, reps: int, shapes=None):
-    """(samples, last result) of lowering + protocol analysis on a fresh context."""
+        return None, None
     samples, result = [], None
     for _ in range(reps):
-        ctx = _context(checker, data, name)
-        if ctx is None:
-            return [], None
-        if shapes is not None:
-            ctx.__dict__["shapes"] = shapes  # the cached property, set for this run
+        ctx = chk.context(schedule, name)
         t0 = time.perf_counter()
         result = ctx.protocol
         samples.append(time.perf_counter() - t0)
-    return samples, result
+    return statistics.median(samples), result
 
 
-def time_protocol(checker, root: Path, reps: int) -> list[ProtocolTiming]:
-    out: list[ProtocolTiming] = []
-    for path in sorted((root / "corpus").rglob("*.cake")):
-        name = path.relative_to(root).as_posix()
-        samples, result = _time_analysis(checker, path.read_bytes(), name, reps)
+def time_protocol(chk, reps: int) -> list[FileTiming]:
+    out = []
+    for path in sorted((ROOT / "corpus").rglob("*.cake")):
+        median, result = analyse(chk, path.read_bytes(), path.name, reps)
         if result is None:
-            out.append(ProtocolTiming(name, False, 0, 0.0, 0.0, 0, 0, False))
             continue
-        out.append(ProtocolTiming(
-            name, True, len(samples), statistics.median(samples),
-            float(np.percentile(samples, 95)), result.states, len(result.runs),
-            not result.incomplete))
+        out.append(FileTiming(path.relative_to(ROOT).as_posix(), median, result.events,
+                              len(result.runs), not result.incomplete))
     return out
 
 
-def growth(checker, stages: range, iterations: tuple[int, ...], reps: int,
-           raw_limit: int = 16) -> list[GrowthPoint]:
-    points: list[GrowthPoint] = []
+def scaling(chk, stages, consumers, trips, tiles, reps: int) -> list[Point]:
+    points = []
     for s in stages:
-        for t in iterations:
-            windowed = GROWTH_TEMPLATE.format(stages=s, binding='divisible={"K": 32}')
-            shape = [{"M": 64, "N": 64, "K": 32 * t}]
-            samples, result = _time_analysis(checker, windowed.encode(), f"g{s}_{t}", reps,
-                                             shapes=shape)
-            if result is None:
-                continue
-            explored = max((max(r.unrolled.trip_counts.values(), default=0)
-                            for r in result.runs), default=0)
-            raw_s = raw_states = None
-            if t <= raw_limit:
-                raw = GROWTH_TEMPLATE.format(stages=s, binding=f'sizes={{"K": {32 * t}}}')
-                raw_samples, raw_result = _time_analysis(checker, raw.encode(), f"r{s}_{t}",
-                                                         reps)
-                if raw_result is not None:
-                    raw_s = statistics.median(raw_samples)
-                    raw_states = raw_result.states
-            points.append(GrowthPoint(s, t, explored, statistics.median(samples),
-                                      result.states, raw_s, raw_states,
-                                      not result.incomplete))
+        for c in consumers:
+            for t in trips:
+                for p in tiles:
+                    src = scaling_schedule(s, c, t, p).encode()
+                    median, result = analyse(chk, src, f"s{s}c{c}t{t}p{p}", reps)
+                    if result is None:
+                        raise SystemExit(f"scaling schedule s={s} c={c} t={t} p={p} does "
+                                         "not parse")
+                    if result.anomalies:
+                        raise SystemExit(f"scaling schedule s={s} c={c} t={t} p={p} has an "
+                                         f"anomaly: {result.anomalies[0].message}")
+                    verdict = "incomplete" if result.incomplete else "clean"
+                    points.append(Point(s, c, t, p, median, result.events, result.states,
+                                        verdict))
     return points
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench_check import KERNEL, fmt_time, p95, time_nvcc, time_nvrtc
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer points, 1 repetition")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    reps = 1 if args.quick else args.reps
+    chk = checker()
+    compiles = [c for c in (time_nvcc(KERNEL, 2), time_nvrtc(KERNEL, 2)) if c]
+    rows = time_protocol(chk, reps)
+    times = [r.median_s for r in rows]
+    median, tail = statistics.median(times), p95(times)
+    print(f"corpus: {len(rows)} schedules, protocol analysis median {fmt_time(median)}, "
+          f"p95 {fmt_time(tail)} (target p95 < 100 ms: {'MET' if tail < 0.1 else 'NOT MET'})")
+    for c in compiles:
+        print(f"  {c.compiler} ({c.version}) compiles {KERNEL.name} in {fmt_time(c.median_s)}: "
+              f"{c.median_s / median:,.0f}x the analysis median, {c.median_s / tail:,.0f}x "
+              "its p95")
+    if not compiles:
+        print("  no nvcc and no NVRTC here: no compile ratio")
+    trips = (4, 64, 4096) if args.quick else (4, 16, 64, 256, 1024, 4096)
+    points = scaling(chk, range(1, 9), (1, 2, 3), trips, (1,), reps)
+    points += scaling(chk, (4,), (2,), (64,), range(1, 9), reps)
+    base = points[0].seconds
+    print("\nscaling (raw ring, 1 loader + C math warpgroups; time x the first point):")
+    print(f"  {'S':>2} {'C':>2} {'trips':>6} {'tiles':>5} {'time':>9} {'x':>6} {'events':>7} "
+          f"{'steps':>7}  verdict")
+    for pt in points:
+        print(f"  {pt.stages:>2} {pt.consumers:>2} {pt.trips:>6} {pt.tiles:>5} "
+              f"{fmt_time(pt.seconds):>9} {pt.seconds / base:>5.1f}x {pt.events:>7} "
+              f"{pt.steps:>7}  {pt.verdict}")
+    worst = max(points, key=lambda p: p.seconds)
+    slow = [p for p in points if p.seconds >= 1.0 or p.verdict != "clean"]
+    print(f"\nslowest point: S={worst.stages} C={worst.consumers} trips={worst.trips} "
+          f"tiles={worst.tiles}: {fmt_time(worst.seconds)}; points over 1 s or without a "
+          f"verdict: {len(slow)} (target 0: {'MET' if not slow else 'NOT MET'})")
+    by_trips = {t: statistics.median(p.seconds for p in points if p.trips == t and
+                                     p.tiles == 1) for t in trips}
+    print("median time by trip count: " + ", ".join(
+        f"{t}: {fmt_time(s)} ({s / by_trips[trips[0]]:.1f}x)" for t, s in by_trips.items()))
+    if args.json:
+        args.json.write_text(json.dumps({
+            "corpus": [asdict(r) for r in rows], "median_s": median, "p95_s": tail,
+            "compilers": [asdict(c) for c in compiles],
+            "scaling": [asdict(p) for p in points]}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -325,31 +325,65 @@ class Builder:
                 program.trip_counts[op.path] = max(program.trip_counts.get(op.path, 0),
                                                    len(values))
                 cut = plan.get(depth)
+                removed = []
                 for v in values:
-                    inner = {**vars_, op.var: v}
-                    kept = keep and not (cut is not None and cut[0] <= v < cut[1])
-                    self._visit(op.body, inner, depth + 1, sizes, blocks, thread, program,
-                                plan, kept)
+                    if keep and cut is not None and cut[0] <= v < cut[1]:
+                        removed.append(v)
+                        continue
+                    self._visit(op.body, {**vars_, op.var: v}, depth + 1, sizes, blocks,
+                                thread, program, plan, keep)
+                if removed:
+                    self._count_removed(op, vars_, removed, sizes, blocks, thread, program)
                 continue
             if not keep:
-                self._count_removed(op, env, thread, program)
                 continue
             self._total += 1
             if self._total > self._max:
                 raise UnrollError(f"more than {self._max} events after unrolling")
             thread.events.append(self._event(op, env, thread, vars_))
 
-    def _count_removed(self, op: LOp, env: Env, thread: Thread, program: Program) -> None:
-        if isinstance(op, LWait | LArrive):
-            kind, n = ("wait", 1) if isinstance(op, LWait) else ("arrive", op.arrivals)
-            slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
-        elif isinstance(op, LCopy):
-            kind, n = "copy", 1
-            slot = self.slot(op.barrier, self._eval(op.barrier_index, env, op.path), op.path)
-        else:
-            return
-        key = (thread.index, slot, kind)
-        program.removed[key] = program.removed.get(key, 0) + n
+    def _count_removed(self, loop: LFor, vars_: dict[str, int], removed: list[int],
+                       sizes, blocks, thread: Thread, program: Program) -> None:
+        """Count, with numpy, the waits, arrivals and copies per slot that the removed
+        iterations of `loop` would have made (Program.removed)."""
+        import numpy as np
+
+        from cakegov.analysis.grid import vec_eval
+
+        def visit(ops, env: dict, n: int) -> None:
+            for op in ops:
+                if isinstance(op, LFor):
+                    start = np.broadcast_to(np.asarray(
+                        vec_eval(op.start, sizes, env, blocks, {}), dtype=np.int64), (n,))
+                    stop = np.broadcast_to(np.asarray(
+                        vec_eval(op.stop, sizes, env, blocks, {}), dtype=np.int64), (n,))
+                    trips = np.maximum(0, -(-(stop - start) // op.step))
+                    total = int(trips.sum())
+                    if total == 0:
+                        continue
+                    owner = np.repeat(np.arange(n), trips)
+                    offset = np.arange(total) - np.repeat(np.cumsum(trips) - trips, trips)
+                    deeper = {k: (np.asarray(v)[owner] if isinstance(v, np.ndarray) else v)
+                              for k, v in env.items()}
+                    deeper[op.var] = start[owner] + offset * op.step
+                    visit(op.body, deeper, total)
+                    continue
+                if isinstance(op, LWait | LArrive):
+                    kind, weight, index = ("wait", 1, op.index) if isinstance(op, LWait) \
+                        else ("arrive", op.arrivals, op.index)
+                elif isinstance(op, LCopy):
+                    kind, weight, index = "copy", 1, op.barrier_index
+                else:
+                    continue
+                values = np.broadcast_to(np.asarray(vec_eval(index, sizes, env, blocks, {}),
+                                                    dtype=np.int64), (n,))
+                for value, times in zip(*np.unique(values, return_counts=True), strict=True):
+                    slot = self.slot(op.barrier, int(value), op.path)
+                    key = (thread.index, slot, kind)
+                    program.removed[key] = program.removed.get(key, 0) + weight * int(times)
+
+        env = {**vars_, loop.var: np.asarray(removed, dtype=np.int64)}
+        visit(loop.body, env, len(removed))
 
     def _event(self, op: LOp, env: Env, thread: Thread, vars_: dict[str, int]) -> Event:
         base = {"thread": thread.index, "seq": len(thread.events), "path": op.path,

@@ -190,9 +190,12 @@ def ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int
 
 
 def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
-            bounds: Bounds = Bounds()) -> ProtocolResult:
+            bounds: Bounds = Bounds(),
+            only: list[tuple[dict[str, int], tuple[int, int, int]]] | None = None
+            ) -> ProtocolResult:
     """Analyse the kernel under every check shape, its ragged variant and every CTA that
-    differs; programs with identical behaviour are executed once."""
+    differs; programs with identical behaviour are executed once. `only`: just these
+    (sizes, CTA) programs (a quick first check of a repair)."""
     fp = Footprints(kernel)
     builder = Builder(kernel, fp)
     result = ProtocolResult(kernel=kernel, footprints=fp)
@@ -208,18 +211,18 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
                 all_shapes.append(s)
     seen: set[int] = set()
     found: dict[tuple, Anomaly] = {}
-    for sizes in all_shapes:
-        for cta in ctas(kernel, sizes):
-            if len(result.runs) >= bounds.max_runs:
-                result.incomplete.append(f"more than {bounds.max_runs} distinct programs "
-                                         "(shapes x CTAs)")
-                break
-            run = _run(builder, fp, kernel, sizes, cta, bounds, seen, result)
-            if run is None:
-                continue
-            result.runs.append(run)
-            for anomaly in run.outcome.anomalies:
-                found.setdefault(anomaly.key, anomaly)
+    pairs = only if only is not None else [(s, c) for s in all_shapes for c in ctas(kernel, s)]
+    for sizes, cta in pairs:
+        if len(result.runs) >= bounds.max_runs:
+            result.incomplete.append(f"more than {bounds.max_runs} distinct programs "
+                                     "(shapes x CTAs)")
+            break
+        run = _run(builder, fp, kernel, sizes, cta, bounds, seen, result)
+        if run is None:
+            continue
+        result.runs.append(run)
+        for anomaly in run.outcome.anomalies:
+            found.setdefault(anomaly.key, anomaly)
     result.anomalies = list(found.values())
     return result
 

@@ -48,6 +48,7 @@ MAX_PERIOD = 64  # longest period looked for in one loop
 MAX_PLAN_PERIOD = 256  # longest common period a plan may use
 MIN_TRIPS = 12  # loops shorter than this are never spliced
 MAX_GRID = 1 << 21  # values evaluated at once for one loop's signatures
+MAX_INSTANCES = 256  # loop instances at one depth a plan may look at
 
 
 @dataclass(frozen=True)
@@ -181,9 +182,13 @@ def _instances(ops: tuple[LOp, ...], depth: int, target: int, outer: dict[str, i
             continue
         if depth == target:
             out.append(Instance(op, dict(outer), values))
+            if len(out) > MAX_INSTANCES:
+                return
             continue
         cut = plan.get(depth)
         for v in values:
+            if len(out) > MAX_INSTANCES:
+                return
             if cut is not None and cut[0] <= v < cut[1]:
                 continue
             _instances(op.body, depth + 1, target, {**outer, op.var: v}, sizes, blocks,
@@ -203,7 +208,7 @@ def plan(kernel: LoweredKernel, sizes: Mapping[str, int], cta: tuple[int, int, i
             _instances(role.body, 0, depth, {}, sizes, blocks, result, found)
         if not found:
             break
-        if len(found) > 512:
+        if len(found) > MAX_INSTANCES:
             break
         cut = _depth_plan(found, sizes, blocks, ring)
         if cut is not None:

@@ -160,11 +160,18 @@ class CheckContext:
 
     @cached_property
     def protocol(self) -> ProtocolResult | None:
-        """The protocol exploration (cakegov/analysis/protocol.py), shared by the P rules."""
+        """The protocol analysis (cakegov/analysis/protocol.py), shared by the P rules."""
         kernel = self.lowered
         if kernel is None:
             return None
         return analyze(kernel, self.shapes, self.protocol_bounds)
+
+    def protocol_only(self, pairs) -> ProtocolResult | None:
+        """The protocol analysis of just these (sizes, CTA) programs."""
+        kernel = self.lowered
+        if kernel is None:
+            return None
+        return analyze(kernel, self.shapes, self.protocol_bounds, only=pairs)
 
     protocol_bounds: Bounds = Bounds()
 
@@ -195,19 +202,23 @@ class CheckContext:
         except (RepairError, SyntaxError, ValueError, IndexError):
             return None
         new = apply_edits(self._source, edits)
+        before = list(self.protocol.anomalies)
+        had = _multiset(before)
+        run = self.protocol.run_of(target)
+        if run is not None and (new, "quick") not in self._attempts:
+            # first the program the anomaly showed in: most proposals fail there
+            quick = self._reanalyze(new, [(run.sizes, run.cta)])
+            self._attempts[(new, "quick")] = quick  # type: ignore[index]
+            if quick is None or _worse(quick, had, target, self.strict):
+                self._attempts[new] = None
         if new not in self._attempts:
             self._attempts[new] = self._reanalyze(new)
         after = self._attempts[new]
         if after is None:
             return None
-        before = list(self.protocol.anomalies)
-        left, had = _multiset(after), _multiset(before)
-        if any(n > had.get(k, 0) for k, n in left.items()):
-            return None  # the change brings an anomaly of its own
-        if left.get(loose_key(target), 0) >= had.get(loose_key(target), 0):
-            return None  # the anomaly is still there
-        if self.strict and after:
+        if _worse(after, had, target, self.strict):
             return None
+        left = _multiset(after)
         removed: list[Anomaly] = []
         budget = dict(left)
         for a in before:
@@ -297,6 +308,17 @@ class CheckContext:
 
 def _key_of(anomaly: Anomaly) -> tuple:
     return (anomaly.kind, anomaly.resource, *(e.path for e in anomaly.events))
+
+
+def _worse(after, had: dict, target: Anomaly, strict: bool) -> bool:
+    """Does the re-analysed schedule fail the repair: an anomaly it did not have, the
+    target still there, or (strict) anything left at all?"""
+    left = _multiset(after)
+    if any(n > had.get(k, 0) for k, n in left.items()):
+        return True
+    if left.get(loose_key(target), 0) >= had.get(loose_key(target), 0):
+        return True
+    return bool(strict and after)
 
 
 def _multiset(anomalies) -> dict[tuple[str, str], int]:

@@ -152,16 +152,18 @@ class Checker:
             known_targets=tuple(sorted(self.rulebook.targets)),
         )
 
-    def _reanalyze(self, source: str):
+    def _reanalyze(self, source: str, only=None):
         """The protocol anomalies of an edited schedule (None when it does not parse or
-        lower): how the engine re-checks a rule's proposed repair."""
+        lower): how the engine re-checks a rule's proposed repair; `only` limits the
+        analysis to those (sizes, CTA) programs."""
         try:
             schedule = parse_bytes(source.encode("utf-8"), self.vocabulary)
         except InputError:
             return None
         if self.target_override is not None:
             schedule = schedule.model_copy(update={"target": self.target_override})
-        result = self.context(schedule, "<repair>").protocol
+        ctx = self.context(schedule, "<repair>")
+        result = ctx.protocol if only is None else ctx.protocol_only(only)
         return None if result is None else tuple(result.anomalies)
 
     def check_paths(self, paths: Iterable[Path]) -> list[FileResult]:
