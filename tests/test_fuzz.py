@@ -274,3 +274,106 @@ def test_mutants_through_the_cli(tmp_path_factory: pytest.TempPathFactory, name,
     assert result.exit_code in (0, 1, 2, 3), result.output
     assert "Traceback" not in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# ---- (d) structured schedules: well-formed programs with random parameters -------------
+#
+# Every schedule here is in the language (most parse and lower), with parameters drawn
+# where defects and pathologies live: odd and tiny tiles, 1..9 stages, role splits of
+# 1..8 warps, one to three consumers, raw barriers or a pipeline, loop bounds that are
+# empty, reversed, off by one or huge, parities and counts that are wrong, giant
+# integers. The run time of each check is bounded by the analysis' event bounds, which
+# count work, not seconds; the test asserts the checker returns a sane result and stays
+# within them.
+
+_TILE = st.sampled_from((1, 2, 3, 7, 16, 32, 64, 128, 256))
+_BOUND = st.sampled_from(("lm.cdiv(lm.K, BK)", "lm.K // BK", "lm.cdiv(lm.K, BK) + 1", "0",
+                          "1", "lm.cdiv(lm.K, BK) - 1", "2 ** 20", "(1 << 39)", "-3"))
+_PARITY = st.sampled_from(("(k // S) % 2", "(k // S + 1) % 2", "k % 2", "0", "1",
+                           "(lm.min(k, 3) // S) % 2", "(k // S) % 3"))
+
+
+@st.composite
+def structured_schedules(draw) -> str:
+    bm, bn, bk = draw(_TILE), draw(_TILE), draw(_TILE)
+    stages = draw(st.integers(1, 9))
+    loader_warps = draw(st.integers(1, 8))
+    consumers = draw(st.integers(1, 3))
+    math_warps = draw(st.sampled_from((1, 2, 4, 8)))
+    raw = draw(st.booleans())
+    stop_p, stop_c = draw(_BOUND), draw(_BOUND)
+    sizes = draw(st.sampled_from(("", ', sizes={"K": 4096}', ', sizes={"K": 100000}',
+                                  ', divisible={"K": 64}', ', sizes={"K": 999999999999}')))
+    warps = loader_warps + consumers * math_warps
+    lines = ['"""structured fuzz"""',
+             f'@cake.schedule(target="sm_90a", workload="gemm"{sizes})',
+             "def fuzz(lm, A, B, C):",
+             f"    BM, BN, BK, S = {bm}, {bn}, {bk}, {stages}",
+             f"    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps={warps})",
+             '    a_s = lm.smem("bf16", (BM, BK), stages=S)',
+             '    b_s = lm.smem("bf16", (BN, BK), stages=S)',
+             f"    loader = lm.role(warps=range(0, {loader_warps}))"]
+    start = loader_warps
+    for i in range(consumers):
+        lines.append(f"    math{i} = lm.role(warps=range({start}, {start + math_warps}))")
+        lines.append(f'    acc{i} = lm.fragment("f32", (BM, BN), role=math{i})')
+        start += math_warps
+    count = draw(st.sampled_from((1, consumers * math_warps, 4, 3)))
+    if raw:
+        lines += ["    full = lm.mbarrier(count=1, stages=S)",
+                  f"    empty = lm.mbarrier(count={count}, stages=S)"]
+    else:
+        lines.append("    ring = lm.pipeline(stages=S, buffers=[a_s, b_s], producer=loader, "
+                     "consumer=math0)")
+    lines += ["    m0, n0 = lm.block(0) * BM, lm.block(1) * BN", "    with loader:",
+              f"        for k in lm.range(0, {stop_p}):"]
+    if raw:
+        lines += [f"            empty[k % S].wait(parity={draw(_PARITY)})",
+                  "            full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))",
+                  "            a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], "
+                  "pad=True)",
+                  "            b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], "
+                  "pad=True)"]
+    else:
+        lines += ["            ring.acquire(k)",
+                  "            a_s[ring.stage(k)].load(A, at=(m0, k * BK), "
+                  "barrier=ring.full(k), pad=True)",
+                  "            b_s[ring.stage(k)].load(B, at=(n0, k * BK), "
+                  "barrier=ring.full(k), pad=True)"]
+    for i in range(consumers if raw else 1):
+        lines += [f"    with math{i}:", f"        for k in lm.range(0, {stop_c}):"]
+        if raw:
+            lines += [f"            full[k % S].wait(parity={draw(_PARITY)})",
+                      f"            lm.mma(acc{i}, a_s[k % S], b_s[k % S], transpose_b=True, "
+                      "init=(k == 0))",
+                      "            empty[k % S].arrive()"]
+        else:
+            lines += ["            ring.wait(k)",
+                      f"            lm.mma(acc{i}, a_s[ring.stage(k)], b_s[ring.stage(k)], "
+                      "transpose_b=True, init=(k == 0))",
+                      "            ring.release(k)"]
+        lines.append(f"        lm.store(C, at=(m0, n0), src=acc{i}, mask=True)")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=max(40, EXAMPLES // 4), deadline=None, derandomize=True,
+          database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=structured_schedules())
+def test_structured_schedules_are_checked_within_bounds(checker, text: str):
+    from cakegov.analysis.protocol import Bounds
+    from cakegov.ir.parse import parse_bytes
+
+    result = check(checker, text.encode("utf-8"))
+    assert result.verdict in ("clean", "rejected", "incomplete", "error")
+    if result.verdict == "error":
+        return
+    ctx = checker.context(parse_bytes(text.encode(), checker.vocabulary), "fuzz.cake")
+    protocol = ctx.protocol
+    if protocol is not None:
+        bounds = Bounds()
+        assert all(r.program.events <= bounds.max_confirm_events for r in protocol.runs)
+        assert len(protocol.runs) <= bounds.max_runs
+        # a rejection by the protocol rules is always backed by a witness
+        for f in result.findings:
+            if f.severity == "blocking" and f.code.startswith("P"):
+                assert f.evidence.get("witness"), (f.code, f.message)

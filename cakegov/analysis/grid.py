@@ -129,8 +129,10 @@ def loop_values(loops: Sequence[For], sizes: Mapping[str, int], stages: Mapping[
 def tiles(store: Store, sizes: Mapping[str, int], grid: Sequence[int],
           stages: Mapping[str, int]) -> Tiles | None:
     """The tiles `store` writes over the whole grid, or None past the bounds."""
-    ctas = np.array(list(itertools.product(*(range(max(g, 0)) for g in
-                                             (*grid, 1, 1, 1)[:3]))), dtype=np.int64)
+    dims = [max(g, 0) for g in (*grid, 1, 1, 1)[:3]]
+    if dims[0] * dims[1] * dims[2] > MAX_TILES:
+        return None  # too many CTAs to count tile by tile: the shape is skipped
+    ctas = np.array(list(itertools.product(*(range(g) for g in dims))), dtype=np.int64)
     if len(ctas) == 0:
         return Tiles(store, np.zeros((0, len(store.at)), np.int64), np.zeros((0, 3), np.int64))
     envs = loop_values(store.loops, sizes, stages, max(1, MAX_TILES // len(ctas)))

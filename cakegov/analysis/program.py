@@ -304,7 +304,7 @@ class Builder:
         blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
         for i, role in enumerate(self.kernel.roles):
             thread = Thread(index=i, role=role.name, warps=role.warps)
-            self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan, True)
+            self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan)
             program.threads.append(thread)
         return program
 
@@ -315,7 +315,7 @@ class Builder:
             raise UnrollError(f"{path}: {exc}") from None
 
     def _visit(self, ops, vars_: dict[str, int], depth: int, sizes, blocks, thread: Thread,
-               program: Program, plan, keep: bool) -> None:
+               program: Program, plan) -> None:
         env = Env(sizes=sizes, vars=vars_, blocks=blocks)
         for op in ops:
             if isinstance(op, LFor):
@@ -325,24 +325,24 @@ class Builder:
                 program.trip_counts[op.path] = max(program.trip_counts.get(op.path, 0),
                                                    len(values))
                 cut = plan.get(depth)
-                removed = []
+                removed = range(0)
+                if cut is not None and op.step == 1:
+                    lo, hi = max(cut[0], start), min(cut[1], stop)
+                    if lo < hi:
+                        removed = range(lo, hi)
+                        values = [*range(start, lo), *range(hi, stop)]  # type: ignore[assignment]
                 for v in values:
-                    if keep and cut is not None and cut[0] <= v < cut[1]:
-                        removed.append(v)
-                        continue
                     self._visit(op.body, {**vars_, op.var: v}, depth + 1, sizes, blocks,
-                                thread, program, plan, keep)
+                                thread, program, plan)
                 if removed:
                     self._count_removed(op, vars_, removed, sizes, blocks, thread, program)
-                continue
-            if not keep:
                 continue
             self._total += 1
             if self._total > self._max:
                 raise UnrollError(f"more than {self._max} events after unrolling")
             thread.events.append(self._event(op, env, thread, vars_))
 
-    def _count_removed(self, loop: LFor, vars_: dict[str, int], removed: list[int],
+    def _count_removed(self, loop: LFor, vars_: dict[str, int], removed: range,
                        sizes, blocks, thread: Thread, program: Program) -> None:
         """Count, with numpy, the waits, arrivals and copies per slot that the removed
         iterations of `loop` would have made (Program.removed)."""
@@ -382,7 +382,7 @@ class Builder:
                     key = (thread.index, slot, kind)
                     program.removed[key] = program.removed.get(key, 0) + weight * int(times)
 
-        env = {**vars_, loop.var: np.asarray(removed, dtype=np.int64)}
+        env = {**vars_, loop.var: np.arange(removed.start, removed.stop, dtype=np.int64)}
         visit(loop.body, env, len(removed))
 
     def _event(self, op: LOp, env: Env, thread: Thread, vars_: dict[str, int]) -> Event:

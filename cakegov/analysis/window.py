@@ -49,6 +49,7 @@ MAX_PLAN_PERIOD = 256  # longest common period a plan may use
 MIN_TRIPS = 12  # loops shorter than this are never spliced
 MAX_GRID = 1 << 21  # values evaluated at once for one loop's signatures
 MAX_INSTANCES = 256  # loop instances at one depth a plan may look at
+MAX_TRIPS = 1 << 17  # longest loop whose iterations are compared
 
 
 @dataclass(frozen=True)
@@ -218,8 +219,8 @@ def plan(kernel: LoweredKernel, sizes: Mapping[str, int], cta: tuple[int, int, i
 
 def _depth_plan(found: list[Instance], sizes, blocks, ring: int) -> tuple[int, int] | None:
     long = [i for i in found if len(i.values) >= MIN_TRIPS and i.values.step == 1]
-    if not long:
-        return None
+    if not long or any(len(i.values) > MAX_TRIPS for i in long):
+        return None  # too long to compare iteration by iteration: no window
     periods: list[Periodic] = []
     for inst in long:
         values = np.arange(inst.values.start, inst.values.stop, dtype=np.int64)

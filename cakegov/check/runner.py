@@ -95,28 +95,35 @@ class Checker:
         ctx = self.context(schedule, file)
         ctx._source = decode_source(data)
         ctx._reanalyze = self._reanalyze
-        # The protocol analysis runs once, before any rule, and is not charged to one.
-        try:
-            _ = ctx.protocol
-        except Exception as exc:  # an engine failure is internal, never a verdict
-            tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-            return FileResult(file=file, verdict="error", findings=(Finding(
-                code="P098", rule="protocol-bounds", severity="blocking",
-                authority="internal", message=f"the protocol analysis failed: {tb}",
-                file=file, path="schedule"),))
         findings: list[Finding] = []
         rules = self.active_rules()
-        main = [r for r in rules if r.phase in ("main", "late")]
+        structural = [r for r in rules if r.phase == "main" and r.category != "protocol"]
+        protocol = [r for r in rules if r.phase in ("main", "late") and r.category == "protocol"]
         final = [r for r in rules if r.phase == "final"]
+        self._run(structural, ctx, findings, file)
+        if not any(f.severity == "blocking" for f in findings):
+            # The protocol analysis runs once, in the engine, before any protocol rule and
+            # charged to none; a schedule a structural rule rejected is not analysed (its
+            # lowered protocol may not mean what it says: one root cause, one finding).
+            try:
+                _ = ctx.protocol
+            except Exception as exc:  # an engine failure is internal, never a verdict
+                tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+                return FileResult(file=file, verdict="error", findings=(*findings, Finding(
+                    code="P098", rule="protocol-bounds", severity="blocking",
+                    authority="internal", message=f"the protocol analysis failed: {tb}",
+                    file=file, path="schedule")))
+        else:
+            ctx.__dict__["protocol"] = None
         # Repairs are first accepted only when they leave no anomaly at all, so that the
         # rule whose fix explains everything wins; then, for what is left (a schedule with
         # several defects), when they remove their anomaly without adding one.
         ctx.strict = True
-        self._run(main, ctx, findings, file)
+        self._run(protocol, ctx, findings, file)
         ctx.strict = False
         ctx.findings = list(findings)
         if ctx.unclaimed() and not any(f.authority == "internal" for f in findings):
-            self._run([r for r in main if r.category == "protocol"], ctx, findings, file)
+            self._run(protocol, ctx, findings, file)
         self._run(final, ctx, findings, file)
         findings.sort(key=Finding.sort_key)
         reasons = tuple(f.message for f in findings if f.authority == "coverage")

@@ -1069,7 +1069,10 @@ class _Parser:
             return -self.number(node.operand, what)
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not \
                 isinstance(node.value, bool):
-            value = float(node.value)
+            try:
+                value = float(node.value)
+            except OverflowError:
+                value = float("inf")
             if value != value or abs(value) > 1e30:
                 self.fail(errors.LIMIT, f"{what} is out of range", node)
             return value

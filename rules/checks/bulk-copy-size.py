@@ -1,7 +1,10 @@
-"""Bulk copies (`load`) must be supported by the target and move whole, aligned 16-byte units.
+"""Bulk copies (`load`, `store_async`) must be supported and move whole, aligned 16-byte units.
 
 ## What it does
-Every `<smem>.load(src, at=...)` lowers to one `cp.async.bulk` per tile row. The rule checks:
+Every `<smem>.load(src, at=...)` lowers to one `cp.async.bulk` per tile row, and every
+`<smem>.store_async(dst, at=...)` to one bulk store per tile row (one for the whole tile
+when a one-column tile goes to a rank-1 tensor, which is contiguous on both sides). The
+rule checks, for both directions:
 - the target has bulk copies (`bulk_copy_supported`); otherwise one finding at the target;
 - each tile row (innermost extent x dtype bytes) is a multiple of `bulk_copy_multiple`;
 - the global start of every row is `bulk_copy_align`-aligned: the innermost coordinate of
@@ -11,7 +14,10 @@ Every `<smem>.load(src, at=...)` lowers to one `cp.async.bulk` per tile row. The
   indices and check shapes for a concrete misaligned value and reports that witness;
 - the row pitch of the global tensor (innermost extent x element size) is aligned for
   every launch the schedule accepts: every check shape of the workload, with the sizes
-  the schedule fixes (`sizes=`) or constrains (`divisible=`) applied.
+  the schedule fixes (`sizes=`) or constrains (`divisible=`) applied;
+- a masked bulk store into a rank-1 tensor copies what is left of the tensor in the last
+  tile: its extent must be a multiple of 16 bytes for every size the schedule accepts
+  (a fixed size, or `divisible=`).
 
 ## Why is this bad?
 `cp.async.bulk` requires a size that is a multiple of 16 bytes and 16-byte aligned shared
@@ -50,10 +56,11 @@ from cakegov.ir.expr import (
     render,
 )
 from cakegov.ir.nodes import SmemDecl
+from cakegov.lower.fragments import view_2d
 
 CODE = "H002"
 NAME = "bulk-copy-size"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -151,14 +158,16 @@ def misaligned_witness(ctx, expr, loops, elem_bytes, align):
 
 def _unsupported(ctx, loads):
     lines = [str(s.call.span.line) for s in loads]
+    first = loads[0].call
+    buffer = (first.args.get("dst") if first.primitive == "load" else first.args.get("src"))
     where = f"line {lines[0]}" if len(lines) == 1 else f"lines {', '.join(lines)}"
     return ctx.finding(
         ctx.schedule.target_span,
         f"target {ctx.target.name} has no bulk copies (`cp.async.bulk`), but the schedule "
-        f"loads tiles with `load` ({where})",
+        f"copies tiles with `{first.primitive}` ({where})",
         condition="bulk_copy_supported == 1",
         hint="use `target=\"sm_90a\"` (Hopper), which has bulk copies and TMA",
-        resource=loads[0].call.args["dst"].name,
+        resource=buffer.name if buffer is not None else None,
         evidence={"bulk_copy_supported": ctx.target["bulk_copy_supported"],
                   "source": ctx.target.source("bulk_copy_supported"),
                   "load_lines": [s.call.span.line for s in loads]},
@@ -185,12 +194,12 @@ def _row_size(ctx, call, decl, multiple):
     )
 
 
-def _coordinate(ctx, site, tensor, elem, align):
+def _coordinate(ctx, site, tensor, elem, align, item=-1, resource=None):
     call = site.call
     items = call.args["at"].items
     if not items:
         return None
-    expr = items[-1]
+    expr = items[item]
     if divisor(expr, ctx.schedule, site.loops) * elem % align == 0:
         return None
     witness = misaligned_witness(ctx, expr, site.loops, elem, align)
@@ -203,7 +212,7 @@ def _coordinate(ctx, site, tensor, elem, align):
     need = align // math.gcd(align, elem)
     return ctx.finding(
         call.arg_spans.get("at", call.span),
-        f"bulk copy from `{tensor}` starts rows at column `{render(expr)}` = {value}"
+        f"bulk copy of `{tensor}` starts at element `{render(expr)}` = {value}"
         f"{f' ({where})' if where else ''}{f' for shape {shape}' if shape else ''}: "
         f"{value} x {elem} bytes = {value * elem} is not {align}-byte aligned",
         condition=f"innermost coordinate x {elem} bytes % bulk_copy_align {align} == 0 "
@@ -211,7 +220,7 @@ def _coordinate(ctx, site, tensor, elem, align):
         hint=f"make the innermost coordinate a multiple of {need} elements (tile origins "
              f"`k * BK` with BK a multiple of {need}), or declare the sizes it depends on "
              "with `divisible=`",
-        resource=call.args["dst"].name,
+        resource=resource or call.args["dst"].name,
         evidence={"value": value, "bytes": value * elem, "align": align,
                   "loop_values": vars_, "blocks": {str(k): v for k, v in blocks.items()},
                   "sizes": sizes, "source": ctx.target.source("bulk_copy_align")},
@@ -246,14 +255,86 @@ def _pitch(ctx, call, tensor, elem, align):
     return None
 
 
+def _store_unit(ctx, call, decl, unit, what, multiple):
+    if unit % multiple == 0:
+        return None
+    elem = dtype_bytes(decl.dtype)
+    need = multiple // math.gcd(multiple, elem)
+    return ctx.finding(
+        call, f"bulk store from `{decl.name}` moves {what} of {unit} bytes, not a multiple "
+        f"of {multiple} bytes",
+        condition=f"bulk copy bytes {unit} % bulk_copy_multiple {multiple} == 0",
+        hint=f"make the tile's innermost extent a multiple of {need} elements, or store it "
+             "with `lm.store` (no bulk copy)",
+        resource=decl.name,
+        evidence={"bytes": unit, "multiple": multiple,
+                  "source": ctx.target.source("bulk_copy_multiple")})
+
+
+def _store_tail(ctx, call, decl, tensor, name, elem, multiple):
+    """A masked contiguous store copies `extent - start` elements in the last tile."""
+    need = multiple // math.gcd(multiple, elem)
+    if name in ctx.schedule.sizes:
+        bad = ctx.schedule.sizes[name] % need != 0
+    else:
+        bad = ctx.schedule.divisible.get(name, 1) % need != 0
+    if not bad:
+        return None
+    return ctx.finding(
+        call, f"masked bulk store from `{decl.name}` into `{tensor}` copies the last tile's "
+        f"{name} - start elements, which is not a multiple of {need} ({multiple} bytes) "
+        f"for every {name} the schedule accepts",
+        condition=f"{name} x {elem} bytes % bulk_copy_multiple {multiple} == 0 for every "
+                  "launch the schedule accepts",
+        hint=f"declare `divisible={{{name!r}: {need}}}`, or store the labels with "
+             "`lm.store(..., mask=True)`",
+        resource=tensor,
+        evidence={"size": name, "multiple": multiple, "elements": need,
+                  "source": ctx.target.source("bulk_copy_multiple")})
+
+
+def _stores(ctx, multiple, align):
+    pitched = set()
+    for site in ctx.calls("store_async"):
+        call = site.call
+        decl = ctx.decl(call.args["src"].name)
+        tensor = call.args["dst"].name
+        if not isinstance(decl, SmemDecl) or ctx.workload is None or \
+                tensor not in ctx.workload.tensors:
+            continue
+        dims = ctx.view.tensor_dims(tensor)
+        elem = dtype_bytes(ctx.view.tensor_dtype(tensor))
+        rows, cols = view_2d(decl.shape)
+        masked = bool(getattr(call.args.get("mask"), "value", False))
+        if cols == 1 and len(dims) == 1:
+            found = _store_unit(ctx, call, decl, rows * elem, "a tile", multiple)
+            if found is None and masked:
+                found = _store_tail(ctx, call, decl, tensor, dims[0], elem, multiple)
+            if found is None:
+                found = _coordinate(ctx, site, tensor, elem, align, item=0,
+                                    resource=decl.name)
+            if found is not None:
+                yield found
+            continue
+        found = _store_unit(ctx, call, decl, cols * elem, "rows", multiple)
+        if found is None:
+            found = _coordinate(ctx, site, tensor, elem, align, resource=decl.name)
+        if found is None and tensor not in pitched:
+            pitched.add(tensor)
+            found = _pitch(ctx, call, tensor, elem, align)
+        if found is not None:
+            yield found
+
+
 def check(ctx):
     if ctx.target is None:
         return
     loads = list(ctx.calls("load"))
-    if not loads:
+    stores = list(ctx.calls("store_async"))
+    if not loads and not stores:
         return
     if not ctx.target.get("bulk_copy_supported", 0):
-        yield _unsupported(ctx, loads)
+        yield _unsupported(ctx, loads or stores)
         return
     multiple = ctx.target["bulk_copy_multiple"]
     align = ctx.target["bulk_copy_align"]
@@ -278,3 +359,4 @@ def check(ctx):
             found = _pitch(ctx, call, tensor, elem, align)
             if found is not None:
                 yield found
+    yield from _stores(ctx, multiple, align)

@@ -50,9 +50,9 @@ from cakegov.ir.nodes import BoolValue, CoordValue, ExprValue
 
 CODE = "P017"
 NAME = "grid-coverage"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
-PHASE = "late"  # after the protocol rules: a hole their finding explains is not a second
+PHASE = "final"  # after the protocol rules: a hole their finding explains is not a second
 CATEGORY = "protocol"
 STATUS = "stable"
 MOTIVATED_BY = (

@@ -11,7 +11,7 @@ outside `dst` are not written (the tail strategy)."""
 from cakegov.plugin import Arg, BarrierAction, Effects, access, elements, operand_shape
 
 NAME = "store_async"
-VERSION = "1.2.0"
+VERSION = "1.2.1"
 SPELLING = "smem.store_async"
 RECEIVER = "src"
 CATEGORY = "memory"
@@ -50,22 +50,39 @@ if (cg_rwarp == 0) {
 }"""
 
 DEVICE = """\
-// store_async: lane l stores rows l, l + 32, ... of the tile with bulk copies (shared ->
-// global) and commits them as one bulk group. With MASK only the part of each row inside
-// the tensor is written (rows and the tensor's row pitch are multiples of 16 bytes).
+// store_async: bulk copies (shared -> global) committed as one bulk group. A tile of one
+// column into a tensor of one column (a rank-1 tile into a rank-1 tensor: both views are
+// `n x 1`) is contiguous on both sides: lane 0 stores its rows in one copy. Otherwise lane
+// l stores rows l, l + 32, ... With MASK only the part inside the tensor is written.
+// Every copy must move a multiple of 16 bytes between 16-byte aligned addresses (the
+// bulk-copy-size rule checks the rows, the tensor's pitch and the tails).
 template <bool MASK, class T, int R, int C>
 __device__ __forceinline__ void store_async(Gmem<T> dst, long long r0, long long c0,
                                             const Smem<T, R, C>& src, int lane) {
-  for (int r = lane; r < R; r += 32) {
-    const long long gr = r0 + r;
-    long long valid = C;
-    if (MASK) {
-      valid = (gr >= 0 && gr < dst.rows && c0 >= 0) ? dst.cols - c0 : 0;
-      valid = valid < 0 ? 0 : (valid > C ? C : valid);
+  if (C == 1 && dst.cols == 1) {
+    if (lane == 0) {
+      long long valid = R;
+      if (MASK) {
+        valid = (r0 >= 0 && c0 == 0) ? dst.rows - r0 : 0;
+        valid = valid < 0 ? 0 : (valid > R ? R : valid);
+      }
+      if (valid > 0) {
+        bulk_s2g(dst.p + r0, (u32)__cvta_generic_to_shared(src.p),
+                 (u32)(valid * (long long)sizeof(T)));
+      }
     }
-    if (valid > 0) {
-      bulk_s2g(dst.p + gr * dst.cols + c0, (u32)__cvta_generic_to_shared(src.p + r * C),
-               (u32)(valid * (long long)sizeof(T)));
+  } else {
+    for (int r = lane; r < R; r += 32) {
+      const long long gr = r0 + r;
+      long long valid = C;
+      if (MASK) {
+        valid = (gr >= 0 && gr < dst.rows && c0 >= 0) ? dst.cols - c0 : 0;
+        valid = valid < 0 ? 0 : (valid > C ? C : valid);
+      }
+      if (valid > 0) {
+        bulk_s2g(dst.p + gr * dst.cols + c0, (u32)__cvta_generic_to_shared(src.p + r * C),
+                 (u32)(valid * (long long)sizeof(T)));
+      }
     }
   }
   bulk_commit();

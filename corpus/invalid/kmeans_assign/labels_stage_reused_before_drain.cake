@@ -3,7 +3,7 @@
 left): tile t writes `l_s[t % 2]` while the bulk store of tile t - 2, which read the same
 stage, may still be in flight, so that store can copy tile t's labels to tile t - 2's
 rows."""
-@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64}, divisible={"N": 4})
 def kmeans_labels_store_async(lm, X, C, labels):
     BR, TILES = 64, 4
     lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)

@@ -2,7 +2,7 @@
 `lm.fence_proxy()` deleted: each tile's labels are written into `l_s[t % 2]` by generic
 stores and bulk-stored (async proxy) right after, with no `fence.proxy.async` in between,
 so the bulk store may copy stale labels."""
-@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64}, divisible={"N": 4})
 def kmeans_labels_store_async(lm, X, C, labels):
     BR, TILES = 64, 4
     lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)

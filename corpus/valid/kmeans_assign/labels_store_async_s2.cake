@@ -1,10 +1,14 @@
 """k-means assignment with a double-buffered bulk-store epilogue: the labels of tile t go
-through `l_s[t % 2]` and a bulk store. Before overwriting a label stage, the math role
-waits until at most one bulk store is still reading (`lm.store_wait(pending=1)`: the
-store of tile t - 2, which used the same stage, has finished), fences its generic writes
-before each store and drains every store before the kernel exits."""
+through `l_s[t % 2]` and one bulk store of 64 x 4 = 256 bytes (a one-column tile into the
+rank-1 `labels` is contiguous on both sides). `divisible={"N": 4}` makes the masked
+store of the last tile a multiple of 16 bytes too, and every tile starts at a multiple
+of 64 labels (256 bytes), as `cp.async.bulk` requires. Before overwriting a label stage,
+the math role waits until at most one bulk store is still reading
+(`lm.store_wait(pending=1)`: the store of tile t - 2, which used the same stage, has
+finished), fences its generic writes before each store and drains every store before
+the kernel exits."""
 # expect: clean
-@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64}, divisible={"N": 4})
 def kmeans_labels_store_async(lm, X, C, labels):
     BR, TILES = 64, 4
     lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
