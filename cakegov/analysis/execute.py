@@ -241,6 +241,10 @@ class Executor:
         if anomaly.key in self.anomalies:
             return
         steps = witness if witness is not None else self.ancestry(events)
+        if events and (not steps or steps[-1].line != events[0].line):
+            ev = events[0]  # end where the anomaly shows
+            steps = [*steps, Step(ev.thread, 0, ev.line, f"{ev.where()}: {kind}: "
+                                                         f"{message.split(': ')[-1][:160]}")]
         anomaly.witness = tuple((s.line, s.text) for s in steps)
         self.anomalies[anomaly.key] = anomaly
 
@@ -749,8 +753,12 @@ class Executor:
         if state is None:
             return
         name = self.p.slot_name(ev.slot)
+        context = [0] * self.width
+        if s.init:  # show the initialisation the use is not ordered after
+            context[self.t[s.init_thread].base + E] = max(s.init_clock, s.fence_clock)
         self.record("init-order", f"{ev.role} uses {name} ({what}, {ev.where()}) while it is "
-                    f"{state}", (ev,), self.p.slots[ev.slot][0], slot=ev.slot, state=state)
+                    f"{state}", (ev,), self.p.slots[ev.slot][0], slot=ev.slot, state=state,
+                    witness=self.ancestry((ev,), context))
 
     # ---- the end --------------------------------------------------------------------
 

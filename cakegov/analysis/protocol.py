@@ -39,6 +39,7 @@ class Bounds:
     max_events: int = 60_000  # events of one unrolled program
     max_confirm_events: int = 150_000  # an anomaly found after splicing is re-checked
     max_runs: int = 64  # (shape, CTA) programs executed
+    window: bool = True  # splice periodic loops (False: unroll every iteration)
 
 
 @dataclass
@@ -239,7 +240,7 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
          result: ProtocolResult) -> Run | None:
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
     try:
-        cut = plan(kernel, sizes, cta)
+        cut = plan(kernel, sizes, cta) if bounds.window else {}
     except (EvalError, UnrollError):
         cut = {}
     try:

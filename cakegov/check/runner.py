@@ -160,9 +160,11 @@ class Checker:
         )
 
     def _reanalyze(self, source: str, only=None):
-        """The protocol anomalies of an edited schedule (None when it does not parse or
-        lower): how the engine re-checks a rule's proposed repair; `only` limits the
-        analysis to those (sizes, CTA) programs."""
+        """The protocol anomalies of an edited schedule: how the engine re-checks a rule's
+        proposed repair; `only` limits the analysis to those (sizes, CTA) programs. None
+        when the edited schedule does not parse or lower, when a structural rule rejects
+        it, or when its analysis is incomplete: a repair must leave a schedule that is
+        checked in full."""
         try:
             schedule = parse_bytes(source.encode("utf-8"), self.vocabulary)
         except InputError:
@@ -170,8 +172,15 @@ class Checker:
         if self.target_override is not None:
             schedule = schedule.model_copy(update={"target": self.target_override})
         ctx = self.context(schedule, "<repair>")
+        findings: list[Finding] = []
+        self._run([r for r in self.active_rules() if r.phase == "main"
+                   and r.category != "protocol"], ctx, findings, "<repair>")
+        if any(f.severity == "blocking" for f in findings):
+            return None
         result = ctx.protocol if only is None else ctx.protocol_only(only)
-        return None if result is None else tuple(result.anomalies)
+        if result is None or result.incomplete:
+            return None
+        return tuple(result.anomalies)
 
     def check_paths(self, paths: Iterable[Path]) -> list[FileResult]:
         return [self.check_path(p) for p in expand_paths(paths)]

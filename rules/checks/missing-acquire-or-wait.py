@@ -49,7 +49,7 @@ from cakegov.plugin import Repair
 
 CODE = "P008"
 NAME = "missing-acquire-or-wait"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -125,14 +125,18 @@ def _report(ctx, anomaly, attempt, cand):
     path = cand.subject
     role = role_of(path)
     what = "writes" if access is None or any(m.write for m in access.mem) else "reads"
+    resource = anomaly.resource
+    node = ctx.node_at(path)
+    if access is None and node is not None and "dst" in getattr(node, "args", {}):
+        resource = node.args["dst"].name  # the buffer the unguarded load writes
     peer = f" while `{other.role}` may still be using it ({other.where()})" if other else ""
     return ctx.finding(
-        ctx.node_at(path),
-        f"`{role}` {what} `{anomaly.resource}` without waiting for it first{peer}: "
+        node,
+        f"`{role}` {what} `{resource}` without waiting for it first{peer}: "
         f"{anomaly.message}",
         condition="a producer waits for a stage to be handed back before refilling it; a "
                   "consumer waits for a stage's data before reading it",
-        hint=attempt.fix.description, resource=anomaly.resource, role=role or None,
+        hint=attempt.fix.description, resource=resource, role=role or None,
         stage=str(stage) if stage is not None else None,
         evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
 

@@ -1,0 +1,153 @@
+"""The protocol analysis as a whole (cakegov/analysis/): verdicts come from the executed
+semantics, every rejection carries a witness, every machine fix removes its defect, the
+window changes nothing, tails and every CTA that differs are analysed, and the result is
+the same on every run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from cakegov.analysis.protocol import Bounds, analyze, ctas, ragged
+from cakegov.check.render_json import render_json
+from cakegov.check.repair import apply_edits
+from cakegov.ir.parse import parse_bytes
+
+from .conftest import CORPUS, ROOT
+
+SCHEDULES = sorted(CORPUS.rglob("*.cake"))
+INVALID = [p for p in SCHEDULES if "invalid" in p.parts]
+
+
+def context(checker, text: str):
+    return checker.context(parse_bytes(text.encode(), checker.vocabulary), "t.cake")
+
+
+def loose(anomalies) -> list[tuple[str, str]]:
+    return sorted((a.kind, a.resource) for a in anomalies)
+
+
+def test_bounds_are_counts_never_time():
+    kinds = {f.name: f.type for f in dataclasses.fields(Bounds)}
+    assert not [name for name in kinds if "second" in name or "time" in name]
+    assert set(kinds) == {"max_events", "max_confirm_events", "max_runs", "window"}
+
+
+def test_every_blocking_protocol_finding_has_a_witness(checker):
+    """Acceptance: in --format json, every blocking P finding carries its witness."""
+    results = checker.check_paths(SCHEDULES)
+    report = json.loads(render_json(results, "digest"))
+    seen = 0
+    for result in report["results"]:
+        for f in result["findings"]:
+            if f["severity"] == "blocking" and f["code"].startswith("P"):
+                seen += 1
+                steps = f["evidence"].get("witness")
+                assert steps and all(s["text"] for s in steps), (result["file"], f["code"])
+    assert seen >= 40
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_every_machine_fix_removes_its_finding_and_adds_none(checker, path: Path):
+    """Re-check every hint: the corpus case with its fix applied no longer has the
+    finding, and nothing new appears."""
+    source = path.read_text(encoding="utf-8")
+    result = checker.check_bytes(source.encode(), str(path))
+    for finding in result.findings:
+        for fix in finding.fixes:
+            if fix.applicability != "machine":
+                continue
+            fixed = checker.check_bytes(apply_edits(source, fix.edits).encode(), str(path))
+            blocking = [f for f in fixed.findings if f.severity == "blocking"]
+            assert not [f for f in blocking if f.code == finding.code], (
+                finding.code, [f.message for f in blocking])
+            assert not blocking, (finding.code, fix.description,
+                                  [(f.code, f.message) for f in blocking])
+
+
+@pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: str(p.relative_to(CORPUS)))
+def test_the_window_changes_no_anomaly(checker, path: Path):
+    """Splicing whole periods out of long loops finds what unrolling every iteration
+    finds (on the corpus and its check shapes)."""
+    ctx = context(checker, path.read_text(encoding="utf-8"))
+    kernel = ctx.lowered
+    if kernel is None:
+        pytest.skip("does not lower")
+    windowed = analyze(kernel, ctx.shapes)
+    full = analyze(kernel, ctx.shapes, Bounds(window=False, max_events=200_000))
+    if full.incomplete:
+        pytest.skip("too long to unroll in full")
+    assert loose(windowed.anomalies) == loose(full.anomalies)
+
+
+def test_long_loops_are_spliced_and_time_does_not_follow_the_trip_count(checker):
+    text = (ROOT / "corpus/valid/gemm/raw_barriers_s2.cake").read_text()
+    ctx = context(checker, text)
+    result = analyze(ctx.lowered, [{"M": 256, "N": 256, "K": 64 * 4096}])
+    [run] = [r for r in result.runs if r.sizes["K"] == 64 * 4096]
+    assert run.spliced and run.program.events < 400 and not result.anomalies
+    assert run.program.trip_counts and max(run.program.trip_counts.values()) == 4096
+
+
+def test_the_analysis_is_deterministic(checker):
+    text = (ROOT / "corpus/invalid/gemm/raw_empty_wait_missing.cake").read_text()
+    first = analyze(context(checker, text).lowered, context(checker, text).shapes)
+    second = analyze(context(checker, text).lowered, context(checker, text).shapes)
+    assert [(a.key, a.witness) for a in first.anomalies] == \
+        [(a.key, a.witness) for a in second.anomalies]
+    one = render_json(checker.check_paths([ROOT / "corpus/invalid/gemm"]), "d")
+    two = render_json(checker.check_paths([ROOT / "corpus/invalid/gemm"]), "d")
+    assert one == two
+
+
+def test_a_size_not_declared_divisible_is_also_checked_ragged(checker):
+    text = (ROOT / "corpus/valid/gemm/ws_pipeline_tail_s4.cake").read_text()
+    ctx = context(checker, text)
+    moved = ragged(ctx.lowered, {"M": 256, "N": 256, "K": 256})
+    assert moved is not None and moved["K"] % 64 and moved["M"] % 128
+    declared = context(checker, (ROOT / "corpus/valid/gemm/ws_pipeline_s4.cake").read_text())
+    assert ragged(declared.lowered, {"M": 256, "N": 256, "K": 256})["K"] == 256  # divisible
+
+
+def test_ctas_that_differ_are_analysed(checker):
+    tail = context(checker, (ROOT / "corpus/invalid/scale/tail_cta_bytes.cake").read_text())
+    picked = ctas(tail.lowered, {"M": 1000, "N": 336})
+    assert (0, 0, 0) in picked and (31, 1, 0) in picked  # first and last along both axes
+    result = tail.protocol
+    bad = {r.cta for r in result.runs if r.outcome.anomalies}
+    assert bad and (0, 0, 0) not in bad
+    plain = context(checker, (ROOT / "corpus/valid/scale/tile_1stage.cake").read_text())
+    assert ctas(plain.lowered, {"M": 1000, "N": 336}) == [(0, 0, 0)]
+
+
+def test_a_deadlock_witness_ends_where_the_roles_block(checker):
+    text = (ROOT / "corpus/invalid/scale/wait_before_arm.cake").read_text()
+    [deadlock] = [a for a in context(checker, text).protocol.anomalies
+                  if a.kind == "deadlock"]
+    assert deadlock.witness[-1][1].endswith("blocks forever")
+    assert deadlock.events[0].line == next(i for i, ln in enumerate(text.splitlines(), 1)
+                                           if "full[0].wait(parity=0)  # expect" in ln)
+
+
+def test_an_elected_release_after_non_collective_reads_races_and_syncwarp_orders_it(checker):
+    text = (ROOT / "corpus/invalid/scale/parity_min_saturates.cake").read_text()
+    text = text.replace("parity=lm.min(t // 2, 1) % 2)  # expect: P006", "parity=(t // 2) % 2)")
+    assert context(checker, text).protocol.anomalies == []
+    racy = text.replace("            lm.syncwarp()\n", "")
+    [race] = [a for a in context(checker, racy).protocol.anomalies if a.kind == "race"]
+    assert race.details["first_who"] == "T"  # every lane read; one lane released
+
+
+def test_lapped_waiter_is_an_anomaly_with_its_witness(checker):
+    """A role whose warps only wait (they never release) while one elected thread of the
+    role hands the stage back: a late warp can miss the phase it waits for."""
+    text = (ROOT / "corpus/invalid/gemm/role_release_without_role_sync.cake").read_text()
+    text = text.replace('lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, init=(k == 0))',
+                        'lm.fill(acc, 0.0)')
+    kinds = {a.kind for a in context(checker, text).protocol.anomalies}
+    assert "lapped" in kinds
+    [lapped] = [a for a in context(checker, text).protocol.anomalies if a.kind == "lapped"]
+    assert "reaches the wait" in lapped.witness[-1][1]

@@ -1,0 +1,410 @@
+"""Protocol rules classify witnessed anomalies: each defect is built from a valid schedule
+kept here as a string (so that a corpus change never changes what these tests exercise)
+by one edit, and checked for its code, its line, the anomaly behind it, its witness and
+its fix; the valid form is checked clean. The fix of every finding was applied and
+re-checked by the engine; the tests also re-apply it from the finding's data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cakegov.analysis.grid import Store, Tiles, count
+from cakegov.check.repair import apply_edits
+
+RING = '''"""Warp-specialised GEMM, 4-stage pipeline."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_ws(lm, A, B, C):
+    BM, BN, BK = 128, 128, 64
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=12)
+    a_s = lm.smem("bf16", (BM, BK), stages=4, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=4, swizzle="128B")
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    ring = lm.pipeline(stages=4, buffers=[a_s, b_s], producer=loader, consumer=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            ring.acquire(k)
+            a_s[ring.stage(k)].load(A, at=(m0, k * BK), barrier=ring.full(k), pad=True)
+            b_s[ring.stage(k)].load(B, at=(n0, k * BK), barrier=ring.full(k), pad=True)
+    with math:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            ring.wait(k)
+            lm.mma(acc, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True, init=(k == 0))
+            ring.release(k)
+        lm.store(C, at=(m0, n0), src=acc, mask=True)
+'''
+
+RAW = '''"""GEMM with raw barriers, 2 stages; the producer peels its first pass."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_raw(lm, A, B, C):
+    BM, BN, BK, S = 64, 128, 64, 2
+    KT = lm.cdiv(lm.K, BK)
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=8)
+    a_s = lm.smem("bf16", (BM, BK), stages=S, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=S, swizzle="128B")
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count=4, stages=S)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        for k in lm.range(0, lm.min(S, KT)):
+            full[k].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+            a_s[k].load(A, at=(m0, k * BK), barrier=full[k], pad=True)
+            b_s[k].load(B, at=(n0, k * BK), barrier=full[k], pad=True)
+        for k in lm.range(S, KT):
+            empty[k % S].wait(parity=(k // S + 1) % 2)
+            full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+            a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
+            b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True)
+    with math:
+        for k in lm.range(0, KT):
+            full[k % S].wait(parity=(k // S) % 2)
+            lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, init=(k == 0))
+            empty[k % S].arrive()
+        lm.store(C, at=(m0, n0), src=acc, mask=True)
+'''
+
+LOOKAHEAD = '''"""GEMM with a look-ahead consumer on a 2-stage pipeline."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_lookahead(lm, A, B, C):
+    BM, BN, BK = 128, 128, 64
+    KT = lm.cdiv(lm.K, BK)
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=12)
+    a_s = lm.smem("bf16", (BM, BK), stages=2, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=2, swizzle="128B")
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    ring = lm.pipeline(stages=2, buffers=[a_s, b_s], producer=loader, consumer=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        for k in lm.range(0, KT):
+            ring.acquire(k)
+            a_s[ring.stage(k)].load(A, at=(m0, k * BK), barrier=ring.full(k), pad=True)
+            b_s[ring.stage(k)].load(B, at=(n0, k * BK), barrier=ring.full(k), pad=True)
+    with math:
+        ring.wait(0)
+        for k in lm.range(0, KT - 1):
+            lm.mma(acc, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True, init=(k == 0))
+            ring.wait(k + 1)
+            ring.release(k)
+        lm.mma(acc, a_s[ring.stage(KT - 1)], b_s[ring.stage(KT - 1)], transpose_b=True,
+               init=(KT == 1))
+        ring.release(KT - 1)
+        lm.store(C, at=(m0, n0), src=acc, mask=True)
+'''
+
+STAGED = '''"""Scale with a staged epilogue: generic writes, then an elected arrive."""
+@cake.schedule(target="sm_90a", workload="scale", divisible={"N": 4})
+def scale_staged(lm, X, Y):
+    TM, TN = 16, 256
+    lm.launch(grid=(lm.cdiv(lm.M, TM), lm.cdiv(lm.N, TN)), warps=WARPS)
+    x_s = lm.smem("f32", (TM, TN))
+    y_s = lm.smem("f32", (TM, TN))
+    full = lm.mbarrier(count=1)
+    done = lm.mbarrier(count=1)
+    worker = lm.role(warps=range(0, WW))
+    storer = lm.role(warps=range(WW, WARPS))
+    y = lm.fragment("f32", (TM, TN), role=storer)
+    m0, n0 = lm.block(0) * TM, lm.block(1) * TN
+    with worker:
+        full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
+        x_s[0].load(X, at=(m0, n0), barrier=full[0], pad=True)
+        full[0].wait(parity=0)
+        lm.elementwise(y_s[0], x_s[0], op="scale", alpha=2.5)
+        lm.syncwarp()
+        done[0].arrive(per="role")
+    with storer:
+        done[0].wait(parity=0)
+        lm.elementwise(y, y_s[0], op="copy")
+        lm.store(Y, at=(m0, n0), src=y, mask=True)
+'''
+
+HANDOFF = '''"""Scale split over a loader and a worker meeting at a named barrier."""
+@cake.schedule(target="sm_90a", workload="scale", divisible={"N": 4})
+def scale_handoff(lm, X, Y):
+    TM, TN = 32, 256
+    lm.launch(grid=(lm.cdiv(lm.M, TM), lm.cdiv(lm.N, TN)), warps=8)
+    x_s = lm.smem("f32", (TM, TN))
+    full = lm.mbarrier(count=1)
+    ready = lm.named_barrier(id=1, threads=256)
+    loader = lm.role(warps=range(0, 4))
+    worker = lm.role(warps=range(4, 8))
+    y = lm.fragment("f32", (TM, TN), role=worker)
+    m0, n0 = lm.block(0) * TM, lm.block(1) * TN
+    with loader:
+        full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
+        x_s[0].load(X, at=(m0, n0), barrier=full[0], pad=True)
+        full[0].wait(parity=0)
+        ready.arrive()
+    with worker:
+        ready.sync()
+        lm.elementwise(y, x_s[0], op="scale", alpha=2.5)
+        lm.store(Y, at=(m0, n0), src=y, mask=True)
+'''
+
+TILE = '''"""Scale, one tile per CTA."""
+@cake.schedule(target="sm_90a", workload="scale", divisible={"M": 32, "N": 256})
+def scale_tile(lm, X, Y):
+    TM, TN = 32, 256
+    lm.launch(grid=(lm.cdiv(lm.M, TM), lm.cdiv(lm.N, TN)), warps=4)
+    x_s = lm.smem("f32", (TM, TN))
+    full = lm.mbarrier(count=1)
+    worker = lm.role(warps=range(0, 4))
+    y = lm.fragment("f32", (TM, TN), role=worker)
+    m0, n0 = lm.block(0) * TM, lm.block(1) * TN
+    with worker:
+        full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
+        x_s[0].load(X, at=(m0, n0), barrier=full[0], pad=True)
+        full[0].wait(parity=0)
+        lm.elementwise(y, x_s[0], op="scale", alpha=2.5)
+        lm.store(Y, at=(m0, n0), src=y, mask=True)
+'''
+
+KMEANS = '''"""k-means rows through a 2-stage ring."""
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_rows(lm, X, C, labels):
+    BR, TILES = 64, 4
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=2)
+    cbar = lm.mbarrier(count=1)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, TILES):
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)
+'''
+
+
+
+
+def _edit(src: str, old: str, new: str) -> str:
+    assert old in src, old
+    return src.replace(old, new, 1)
+
+
+def _line(src: str, text: str) -> int:
+    """1-based line of the first line containing `text`."""
+    return next(i for i, ln in enumerate(src.splitlines(), 1) if text in ln)
+
+
+def _check(checker, src):
+    result = checker.check_bytes(src.encode(), "t.cake")
+    assert not [f for f in result.findings if f.authority == "internal"], result.findings
+    return result
+
+
+def _blocking(result):
+    return [f for f in result.findings if f.severity == "blocking"]
+
+
+def _only(checker, src, code):
+    """The single blocking finding of a schedule, which must be of rule `code`, with its
+    witness; its machine fix, applied to the source, leaves a clean schedule."""
+    result = _check(checker, src)
+    found = _blocking(result)
+    assert [f.code for f in found] == [code], [(f.code, f.message) for f in found]
+    f = found[0]
+    assert f.evidence.get("witness"), f
+    for fix in f.fixes:
+        if fix.applicability == "machine":
+            fixed = _check(checker, apply_edits(src, fix.edits))
+            assert fixed.verdict == "clean", [(g.code, g.message) for g in fixed.findings]
+    return f
+
+
+STAGED1 = STAGED.replace("WARPS", "5").replace("WW", "1")
+STAGED4 = STAGED.replace("WARPS", "8").replace("WW", "4")
+
+
+@pytest.mark.parametrize("src", [RING, RAW, LOOKAHEAD, HANDOFF, KMEANS, TILE, STAGED1],
+                         ids=["ring", "raw-peeled", "lookahead", "handoff", "kmeans", "tile",
+                              "staged"])
+def test_valid_forms_are_clean(checker, src):
+    result = _check(checker, src)
+    assert result.verdict == "clean", [(f.code, f.message) for f in result.findings]
+
+
+# ---- P008 ---------------------------------------------------------------------------
+
+
+def test_missing_acquire_is_a_race_and_a_deadlock_fixed_by_the_acquire(checker):
+    src = _edit(RING, "            ring.acquire(k)\n", "")
+    f = _only(checker, src, "P008")
+    assert f.span.line == _line(src, "a_s[ring.stage(k)].load")
+    assert f.role == "loader" and f.resource == "a_s"
+    [fix] = f.fixes
+    assert [e.text.strip() for e in fix.edits] == ["ring.acquire(k)"]
+
+
+def test_missing_raw_empty_wait_is_inserted_at_the_start_of_the_iteration(checker):
+    src = _edit(RAW, "            empty[k % S].wait(parity=(k // S + 1) % 2)\n", "")
+    f = _only(checker, src, "P008")
+    assert f.span.line == _line(src, "a_s[k % S].load")
+    [fix] = f.fixes
+    assert fix.edits[0].text.strip() == "empty[k % S].wait(parity=(k // S + 1) % 2)"
+
+
+def test_missing_wait_points_at_the_read(checker):
+    src = _edit(KMEANS, "            ring.wait(t)\n", "")
+    f = _only(checker, src, "P008")
+    assert f.span.line == _line(src, "lm.sqdist")
+    assert (f.resource, f.role) == ("x_s", "math")
+    assert [e.text.strip() for e in f.fixes[0].edits] == ["ring.wait(t)"]
+
+
+# ---- P009 ---------------------------------------------------------------------------
+
+
+def test_missing_release_deadlocks_and_the_fix_releases_in_the_loop(checker):
+    src = _edit(RING, "            ring.release(k)\n", "")
+    f = _only(checker, src, "P009")
+    assert f.evidence["anomaly"] == "deadlock"
+    assert "ring.release(k)" in f.fixes[0].edits[0].text
+
+
+def test_extra_release_in_a_persistent_ring_races(checker):
+    src = _edit(KMEANS, "            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)\n",
+                "            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)\n"
+                "        ring.release(TILES - 1)\n")
+    # one pass over the ring: the extra release frees a stage nobody uses again, which no
+    # execution can tell from a correct kernel; legal (witness or nothing)
+    assert _check(checker, src).verdict == "clean"
+
+
+# ---- P011 ---------------------------------------------------------------------------
+
+
+def test_elected_arrive_without_syncwarp(checker):
+    src = _edit(STAGED1, "        lm.syncwarp()\n", "")
+    f = _only(checker, src, "P011")
+    assert f.span.line == _line(src, 'done[0].arrive(per="role")')
+    assert f.role == "worker" and f.resource == "y_s"
+    assert [e.text.strip() for e in f.fixes[0].edits] == ["lm.syncwarp()"]
+
+
+def test_syncwarp_is_not_enough_for_a_role_of_several_warps(checker):
+    f = _only(checker, STAGED4, "P011")
+    texts = [e.text.strip() for e in f.fixes[0].edits]
+    assert texts[0].endswith("lm.named_barrier(id=15, threads=128)") and \
+        texts[1].endswith(".sync()")
+
+
+def test_per_thread_arrive_needs_no_sync(checker):
+    src = _edit(STAGED4, "        lm.syncwarp()\n", "")
+    src = _edit(src, 'done[0].arrive(per="role")', 'done[0].arrive(per="thread")')
+    src = _edit(src, "done = lm.mbarrier(count=1)", "done = lm.mbarrier(count=128)")
+    assert _check(checker, src).verdict == "clean"
+
+
+def test_a_role_reads_then_one_thread_releases_for_all_its_warps(checker):
+    """The issue's miss: four warps read a stage, one thread hands it back; the other
+    warps may still read while the next copy overwrites it."""
+    src = _edit(KMEANS, "ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, "
+                "consumer=math)",
+                "full = lm.mbarrier(count=1, stages=2)\n    empty = lm.mbarrier(count=1, "
+                "stages=2)")
+    src = _edit(src, "            ring.acquire(t)\n            x_s[ring.stage(t)].load(X, at="
+                "(r0 + t * BR, 0), barrier=ring.full(t), pad=True)",
+                "            empty[t % 2].wait(parity=(t // 2 + 1) % 2)\n"
+                "            full[t % 2].arrive_expect_tx(bytes=lm.nbytes(x_s))\n"
+                "            x_s[t % 2].load(X, at=(r0 + t * BR, 0), barrier=full[t % 2], "
+                "pad=True)")
+    src = _edit(src, "            ring.wait(t)\n            lm.sqdist(dist, x_s[ring.stage(t)], "
+                "c_s)\n            ring.release(t)",
+                "            full[t % 2].wait(parity=(t // 2) % 2)\n"
+                "            lm.sqdist(dist, x_s[t % 2], c_s)\n"
+                '            empty[t % 2].arrive(per="role")')
+    f = _only(checker, src, "P011")
+    assert f.span.line == _line(src, 'empty[t % 2].arrive(per="role")')
+    assert f.evidence["anomaly"] == "race"
+    assert len(f.fixes[0].edits) == 2  # a named barrier over the role, and its sync
+
+
+# ---- P015 ---------------------------------------------------------------------------
+
+
+def test_extra_named_sync_deadlocks(checker):
+    src = _edit(HANDOFF, "        lm.store(Y,", "        ready.sync()\n        lm.store(Y,")
+    f = _only(checker, src, "P015")
+    assert f.evidence["anomaly"] == "deadlock"
+    assert "waits at named barrier 1" in f.evidence["witness"][-1]["text"] or \
+        "blocks forever" in f.evidence["witness"][-1]["text"]
+
+
+# ---- P016 ---------------------------------------------------------------------------
+
+
+def test_self_cycle_wait_before_arm(checker):
+    src = _edit(TILE, "        full[0].wait(parity=0)\n", "")
+    src = _edit(src, "        full[0].arrive_expect_tx", "        full[0].wait(parity=0)\n"
+                "        full[0].arrive_expect_tx")
+    f = _only(checker, src, "P016")
+    assert f.span.line == _line(src, "full[0].wait(parity=0)")
+
+
+def test_lookahead_on_one_stage_is_a_cycle(checker):
+    src = LOOKAHEAD.replace("stages=2", "stages=1")
+    f = _only(checker, src, "P016")
+    assert f.span.line == _line(src, "ring.wait(k + 1)")
+
+
+# ---- P017 ---------------------------------------------------------------------------
+
+
+def test_floor_grid_leaves_a_hole_at_launch(checker):
+    src = _edit(RING, "grid=(lm.cdiv(lm.M, BM),", "grid=(lm.M // BM,")
+    f = _only(checker, src, "P017")
+    assert f.span.line == _line(src, "lm.launch")
+    assert "`C`[896, 0]" in f.message and "axis 0 has 7 CTA(s) but needs 8" in f.message
+
+
+def test_overlapping_tiles_are_written_twice(checker):
+    src = _edit(KMEANS, "r0 = lm.block(0) * BR * TILES", "r0 = lm.block(0) * BR")
+    f = _only(checker, src, "P017")
+    assert f.span.line == _line(src, "lm.store(labels")
+    assert "`labels`[64] is written 2 times" in f.message
+
+
+def test_unmasked_overshoot_is_out_of_bounds_but_masked_is_fine(checker):
+    src = _edit(TILE, "grid=(lm.cdiv(lm.M, TM),", "grid=(lm.cdiv(lm.M, TM) + 1,")
+    assert _check(checker, src).verdict == "clean"  # masked: the extra CTAs write nothing
+    src = _edit(src, "src=y, mask=True)", "src=y)")
+    f = _only(checker, src, "P017")
+    assert "CTA (8, 0)" in f.message and "outside `Y` of shape [256, 256]" in f.message
+
+
+def test_output_never_stored(checker):
+    src = _edit(TILE, "        lm.store(Y, at=(m0, n0), src=y, mask=True)\n", "")
+    f = _only(checker, src, "P017")
+    assert "no role stores the output `Y`" in f.message
+
+
+def test_coverage_counts_on_compressed_grid():
+    store = Store("s", 1, "r", "T", (), (4, 4), True, ())
+    tiles = Tiles(store, np.array([[0, 0], [2, 2], [8, 8]]), np.zeros((3, 3), np.int64))
+    cover = count((8, 8), [tiles])
+    assert cover.at((3, 3)) == 2 and cover.at((0, 0)) == 1 and cover.at((7, 0)) == 0
+    assert cover.cells(cover.counts > 1) == (4, (2, 2))
+    assert cover.cells(cover.counts == 0)[0] == 64 - 16 - 16 + 4
