@@ -479,10 +479,12 @@ class Executor:
         steps.append(Step(i, reach, ev.line, f"{ev.where()}: a thread of {ev.role} reaches "
                                              f"the wait on {name} parity {ev.parity} only now, "
                                              f"after phase {phase} completed"))
+        fresh = " (the state of the fresh barrier)" if phase < 2 else ""
         self.record(
             "lapped",
             f"phase {phase} of {name} can complete before every thread of {ev.role} "
-            f"reaches its wait for phase {phase - 2} ({ev.where()}): a late thread then "
+            f"reaches its wait with parity {ev.parity} ({ev.where()}), which observes "
+            f"phase {phase - 2}{fresh}: a late thread then "
             f"sees parity {ev.parity} again and waits for phase {phase + 1} (or passes on "
             "it), not the phase it needs",
             (ev,), self.p.slots[slot_id][0], witness=steps, slot=slot_id, phase=phase - 2,
