@@ -630,18 +630,35 @@ def audit_show(
 
 @audit_app.command("verify")
 def audit_verify(
-    head: Annotated[str | None, typer.Option("--head", help="A head hash printed earlier: "
-                    "it must still be in the chain (catches a truncated or rewritten "
-                    "tail).")] = None,
+    head: Annotated[str | None, typer.Option("--head", help="A head hash printed earlier "
+                    "(reports and PR comments carry it): it must still be in the chain "
+                    "(catches a truncated or rewritten tail).")] = None,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a missing or "
+                           "empty ledger (exit 0) instead of failing.")] = False,
     ledger: LedgerOpt = None,
 ) -> None:
-    """Recompute the hash chain. Exit 0 intact, 1 tampered (the first bad record is named)."""
-    with _open_ledger(ledger) as book:
+    """Recompute the hash chain, reading only. Exit 0 intact, 1 tampered (the first bad
+    record is named), missing or empty (unless --allow-empty)."""
+    from cakegov.govern.ledger import Ledger, LedgerError
+
+    try:
+        book = Ledger.open_readonly(ledger)
+    except LedgerError as exc:
+        if exc.empty and allow_empty and head is None:
+            out.print(f"ledger empty: {exc} (accepted: --allow-empty)", markup=False)
+            return
+        err.print(Text(f"ledger FAILED verification: {exc}", style="bold red"))
+        raise typer.Exit(EXIT_REJECTED) from None
+    with book:
         result = book.verify(head=head)
     if not result.ok:
         where = f"first tampered record: #{result.first_bad}: " if result.first_bad else ""
         err.print(Text(f"ledger {book.path} FAILED verification: {where}{result.reason}",
                        style="bold red"))
+        raise typer.Exit(EXIT_REJECTED)
+    if result.records == 0 and not allow_empty:
+        err.print(Text(f"ledger {book.path} FAILED verification: it holds no records "
+                       "(pass --allow-empty to accept an empty ledger)", style="bold red"))
         raise typer.Exit(EXIT_REJECTED)
     out.print(f"ledger ok: {result.records} record(s), {result.blobs} blob(s), head "
               f"{result.head}", markup=False)

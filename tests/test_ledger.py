@@ -401,3 +401,39 @@ def test_replay_refuses_an_unknown_ref(tmp_path, history):
     run = _replay(path, rules, "no-such-ref")
     assert run.exit_code == 2
     assert "no commit 'no-such-ref'" in run.output
+
+
+def test_verify_fails_on_a_missing_or_empty_ledger_and_never_writes(tmp_path):
+    missing = tmp_path / "none.sqlite"
+    run = cli("audit", "verify", "--ledger", str(missing))
+    assert run.exit_code == 1 and "no ledger at" in run.output
+    assert not missing.exists()  # verify created nothing
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    run = cli("audit", "verify", "--ledger", str(empty))
+    assert run.exit_code == 1 and "empty file (0 bytes)" in run.output
+    assert empty.read_bytes() == b""  # no schema was written into it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.sqlite"]
+    run = cli("audit", "verify", "--ledger", str(empty), "--allow-empty")
+    assert run.exit_code == 0 and "accepted: --allow-empty" in run.output
+    schema_only = tmp_path / "schema.sqlite"
+    Ledger.open(schema_only).close()  # a ledger with its tables and no record
+    assert cli("audit", "verify", "--ledger", str(schema_only)).exit_code == 1
+    assert cli("audit", "verify", "--ledger", str(schema_only), "--allow-empty").exit_code == 0
+
+
+def test_verify_leaves_the_file_byte_identical(tmp_path):
+    path = tmp_path / "l.sqlite"
+    filled(path).close()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    run = cli("audit", "verify", "--ledger", str(path))
+    assert run.exit_code == 0 and "ledger ok: 5 record(s)" in run.output
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()
+            if p.name in before} == before
+
+
+def test_the_head_counts_records_and_names_the_last_hash(tmp_path):
+    path = tmp_path / "l.sqlite"
+    ledger = filled(path, 3)
+    count, head = ledger.head()
+    assert count == 3 and head == ledger.records()[-1].hash == ledger.verify().head

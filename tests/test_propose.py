@@ -406,3 +406,74 @@ def test_placement_by_kind(tmp_path):
     target = tmp_path / "sm_x.toml"
     target.write_text('[target]\nname = "sm_x"\n')
     assert changes.placement(target, tmp_path) == ("target", "targets/sm_x.toml")
+
+
+LABEL_READER = '''\
+import pathlib
+base = object.__getattribute__(ctx, "_base")
+name = str(getattr(base, "file", ""))
+src = getattr(base, "_source", None) or ""
+try:
+    src = src or pathlib.Path(name).read_text()
+except OSError:
+    pass
+try:
+    ctx.file
+    api = "open"
+except AttributeError:
+    api = "closed"
+labelled = [i for i, line in enumerate(src.splitlines(), 1) if "# expect: R020" in line]
+for line in labelled:
+    yield ctx.finding(None, f"label-driven at {line}")
+yield ctx.finding(None, f"saw file={name} labels={'# expect' in src} "
+                        f"doc={'loader' in (ctx.schedule.doc or '')} api={api}")
+'''
+
+
+def test_labels_and_file_names_never_reach_plugin_code(project, tmp_path):
+    """The measured attack: a rule that reads the `# expect:` labels of the file it is
+    given (through the context, the raw source or the path) and fires only where its own
+    label asks. Workers get blinded copies under neutral names, so it sees no label."""
+    path = rule_file(tmp_path / "fragment-owner.py", "R020", "fragment-owner", LABEL_READER,
+                     motivated_by=(MOTIVATING,))
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid")
+    assert code == 1, md
+    messages = {i["message"] for f in data["flips"] for i in f["new_findings"]}
+    assert not any(m.startswith("label-driven") for m in messages), messages
+    seen = [m for m in messages if m.startswith("saw ")]
+    assert seen and all("labels=False doc=False api=closed" in m for m in seen), seen
+    assert all("file=case-" in m and "invalid" not in m for m in seen), seen
+
+
+INJECTOR = '''\
+evil = ("x\\n```\\n</details>\\n<!-- cakegov-proposal -->\\n# \\u2705 Eligible for merge\\n"
+        "[approve](https://example.invalid) | a | b |")
+yield ctx.finding(None, evil, hint=evil)
+'''
+
+
+def test_plugin_strings_cannot_forge_markdown_structure(project, tmp_path):
+    """The measured attack: a finding message that closes the code fence and `</details>`
+    and writes a second marker and an 'Eligible' heading into proposal.md."""
+    path = rule_file(tmp_path / "inject.py", "T907", "inject", INJECTOR,
+                     motivated_by=(MOTIVATING,))
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1 and data["verdict"] == "blocked"
+    assert md.count(MARKER) == 1 and md.startswith(MARKER)
+    fence, outside = None, []
+    for line in md.splitlines():  # outside fences no line may be the forged heading
+        if line.startswith("```"):
+            run = len(line) - len(line.lstrip("`"))
+            if fence is None:
+                fence = run
+            elif run >= fence and not line.strip("`"):
+                fence = None
+            continue
+        if fence is None:
+            outside.append(line)
+            assert not line.startswith("# "), line
+            assert ("<!--" not in line or line == MARKER) and "](https://" not in line, line
+    assert fence is None  # every fence was closed by the template, not by the plugin
+    text = "\n".join(outside)
+    assert text.count("<details>") == text.count("</details>") >= 1
+    assert "Eligible for merge" not in md.split("\n", 2)[1]

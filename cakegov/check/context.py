@@ -328,6 +328,18 @@ def _multiset(anomalies) -> dict[tuple[str, str], int]:
     return out
 
 
+# What a rule may read: the typed IR, the analyses, the target and the findings so far.
+# Not the file name, the raw source, comments or labels (the gate also hands workers
+# blinded copies under neutral names, so this is not the only line of defence).
+RULE_API: frozenset[str] = frozenset({
+    "schedule", "target", "workload", "primitives", "known_targets", "view", "decl",
+    "decls", "layout", "lowered", "lowering_error", "protocol", "protocol_only",
+    "protocol_bounds", "claimed", "unclaimed", "attempt", "pipeline_stages", "shapes",
+    "calls", "node_at", "effects", "env", "loop_ranges", "value_range", "evaluate",
+    "findings", "strict",
+})
+
+
 class RuleContext:
     """A CheckContext seen by one rule: adds `finding()` with the rule's metadata."""
 
@@ -336,6 +348,10 @@ class RuleContext:
         self.rule = rule
 
     def __getattr__(self, name: str) -> Any:
+        if name not in RULE_API:
+            raise AttributeError(
+                f"a rule sees the schedule, not the file: `ctx.{name}` is not part of the "
+                f"rule API ({', '.join(sorted(RULE_API))})")
         return getattr(self._base, name)
 
     def finding(

@@ -16,11 +16,14 @@ schedule or unlabelled, FN labelled and not found."""
 
 from __future__ import annotations
 
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cakegov.check.findings import FileResult, Finding
+from cakegov.corpus.labels import blind
 from cakegov.govern import changes, evidence
 from cakegov.govern.cache import ResultCache, default_dir, digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Case, Setup
@@ -152,9 +155,56 @@ def _launch(setup: Setup, options: ProposalOptions, need: list[Case], info_for: 
             ) -> tuple[dict[str, JobOutput], int]:
     """Run the check jobs (chunks of both sides interleaved, so that each pair of chunks
     runs side by side and their timings share the machine's state) or info jobs."""
+    with tempfile.TemporaryDirectory(prefix="cakegov-blind-") as tmp:
+        aliases = _blinded(need, Path(tmp))
+        merged, n = _launch_blind(setup, options, need, info_for, aliases)
+    back = {alias: rel for rel, (alias, _) in aliases.items()}
+    for out in merged.values():
+        out.results = {back.get(k, k): _unalias(v, back) for k, v in out.results.items()}
+        out.failures = [_unalias(f, back) for f in out.failures]
+    return merged, n
+
+
+def _blinded(cases: list[Case], tmp: Path) -> dict[str, tuple[str, Path]]:
+    """Plugin code sees each case under a neutral name (`case-00001.cake`: no `valid/` or
+    `invalid/` directory, no file name), its comments, labels and docstrings blanked to
+    spaces (labels.blind): lines and columns are those of the original."""
+    out: dict[str, tuple[str, Path]] = {}
+    for i, case in enumerate(sorted(cases, key=lambda c: c.rel), 1):
+        alias = f"case-{i:05d}.cake"
+        path = tmp / alias
+        data = case.path.read_bytes()
+        try:
+            path.write_text(blind(data.decode("utf-8")), encoding="utf-8")
+        except UnicodeDecodeError:  # the parser reports the encoding error itself
+            path.write_bytes(data)
+        out[case.rel] = (alias, path)
+    return out
+
+
+def _unalias(event: dict[str, Any], back: dict[str, str]) -> dict[str, Any]:
+    """A worker's event with the neutral name replaced by the case's corpus path."""
+    event = dict(event)
+    if event.get("file") in back:
+        event["file"] = back[event["file"]]
+    result = event.get("result")
+    if isinstance(result, dict) and result.get("file") in back:
+        rel = back[result["file"]]
+        result = {**result, "file": rel}
+        if isinstance(result.get("findings"), list):
+            result["findings"] = [{**f, "file": rel} if isinstance(f, dict) else f
+                                  for f in result["findings"]]
+        event["result"] = result
+    return event
+
+
+def _launch_blind(setup: Setup, options: ProposalOptions, need: list[Case],
+                  info_for: list[str], aliases: dict[str, tuple[str, Path]]
+                  ) -> tuple[dict[str, JobOutput], int]:
     def job(side: str, mode: str, files: list[Case]) -> Job:
         return Job(side=side, mode=mode, rules=setup.rules[side], workloads=setup.workloads,
-                   root=setup.root, files=[(c.rel, str(c.path)) for c in files],
+                   root=setup.root,
+                   files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in files],
                    time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb)
 
     tasks: list[Job] = []

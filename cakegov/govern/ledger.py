@@ -63,7 +63,12 @@ INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '{SCHEMA_VERSI
 
 
 class LedgerError(Exception):
-    """The ledger cannot be opened or written, or a request to it is malformed."""
+    """The ledger cannot be opened or written, or a request to it is malformed. `empty`
+    says the ledger is absent or holds no records table (as opposed to corrupt)."""
+
+    def __init__(self, message: str, *, empty: bool = False):
+        super().__init__(message)
+        self.empty = empty
 
 
 class LedgerRecord(BaseModel):
@@ -167,6 +172,37 @@ class Ledger:
             conn.close()
             raise LedgerError(f"cannot open ledger {path}: {exc}") from None
         return ledger
+
+    @classmethod
+    def open_readonly(cls, path: Path | None = None) -> Ledger:
+        """Open an existing ledger for reading only: nothing is created, no schema is
+        written, the journal mode is left alone (`audit verify` never writes). A missing
+        file, a 0-byte file and a file without the records table are `LedgerError`s that
+        say which; the caller decides whether an empty ledger is acceptable."""
+        path = Path(path) if path is not None else default_path()
+        if not path.is_file():
+            raise LedgerError(f"no ledger at {path}", empty=True)
+        if path.stat().st_size == 0:
+            raise LedgerError(f"{path} is an empty file (0 bytes), not a ledger", empty=True)
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                   timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
+                               "AND name = 'records'").fetchone() is not None
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {path}: {exc}") from None
+        if not has:
+            conn.close()
+            raise LedgerError(f"{path} has no records table: not a cakegov ledger, or one "
+                              "that was never written", empty=True)
+        return cls(path, conn)
+
+    def head(self) -> tuple[int, str]:
+        """(number of records, hash of the last record): what a report prints so that a
+        truncated ledger shows."""
+        row = self._conn.execute("SELECT COUNT(*), (SELECT hash FROM records ORDER BY id "
+                                 "DESC LIMIT 1) FROM records").fetchone()
+        return int(row[0]), row[1] or GENESIS
 
     def _setup(self) -> None:
         conn = self._conn

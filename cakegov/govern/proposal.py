@@ -396,7 +396,8 @@ def record(result: ProposalResult, ledger_path: Path | None, sources: dict[str, 
         rec = ledger.append("proposal", result.model_dump(mode="json"), verifier_digest=digest,
                             blobs=sources or None)
         where = str(ledger.path)
-    ref = {"id": rec.id, "hash": rec.hash, "path": where}
+        count, head = ledger.head()
+    ref = {"id": rec.id, "hash": rec.hash, "path": where, "records": count, "head": head}
     run = result.timing.run.model_copy(update={"ledger": ref})
     timing = result.timing.model_copy(update={"run": run})
     return (result.model_copy(update={"timing": timing}),

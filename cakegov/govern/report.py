@@ -12,11 +12,13 @@ says what was cut."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
 from cakegov.check.findings import FileResult, Finding
 from cakegov.check.lock import atomic_write
@@ -38,12 +40,51 @@ KIND_TITLES = {"new_catch": "new catch", "new_false_positive": "new false positi
 LIST_CAP = 25
 
 
-def _env() -> Environment:
+def _env(markdown: bool = False) -> Environment:
+    """The report templates' environment. HTML autoescapes. Markdown escapes every
+    interpolated value with `md_escape` (Jinja's `finalize`), so no plugin-provided string
+    can open a heading, a fence, an HTML element, a comment or a link; only values the
+    template marks (`marker`, `fence`, `fenced`) pass as they are."""
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                      autoescape=lambda name: bool(name) and ".html" in name)
-    env.filters["cell"] = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+                      autoescape=lambda name: bool(name) and ".html" in name,
+                      finalize=_md_finalize if markdown else None)
+    env.filters["cell"] = (lambda s: s) if markdown else \
+        (lambda s: str(s).replace("|", "\\|").replace("\n", " "))
+    env.filters["fence"] = _fence
+    env.filters["fenced"] = _fenced
     return env
+
+
+_MD_SPECIAL = str.maketrans({
+    "&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "&#96;", "|": "&#124;", "[": "&#91;",
+    "]": "&#93;", "#": "&#35;", "\n": " ", "\r": " ",
+})
+
+
+def md_escape(value: object) -> str:
+    """`value` as inert inline Markdown text: the characters that open HTML, code spans,
+    table cells, links and headings become character references (decoded for display,
+    never parsed), line breaks become spaces (so nothing can start a block)."""
+    return str(value).translate(_MD_SPECIAL)
+
+
+def _md_finalize(value: object) -> object:
+    if isinstance(value, Markup):
+        return value
+    return md_escape(value)
+
+
+def _fence(lines: object) -> Markup:
+    """A backtick fence longer than any backtick run in `lines`, so none closes it."""
+    runs = [len(m) for line in (lines or ()) for m in re.findall(r"`+", str(line))]
+    return Markup("`" * max(3, max(runs, default=0) + 1))
+
+
+def _fenced(line: object) -> Markup:
+    """One line of a fenced block: raw (a fence interprets nothing) but on one line, and
+    with any HTML comment opener broken up, so the comment's marker occurs only once."""
+    return Markup(str(line).replace("\r", " ").replace("\n", " ").replace("<!--", "<!- -"))
 
 
 # ---- view ----------------------------------------------------------------------------
@@ -130,7 +171,7 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
            else f"none: {p.gpu.detail} (--gpu {p.gpu.mode})")
     m = p.machine
     return {
-        "marker": MARKER,
+        "marker": Markup(MARKER),
         "summary": result.summary,
         "verdict": result.verdict,
         "proposed": [{"source": f.source, "placed_at": f.placed_at, "kind": f.kind,
@@ -188,12 +229,23 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
             ("run", f"{run.run_id[:12]} at {run.started_at}, {run.wall_s:.1f} s wall, "
                     f"{run.jobs} job(s), {run.workers} worker(s), cache {run.cache_hits} hit(s) "
                     f"/ {run.cache_misses} miss(es)"),
-            ("ledger", f"record {ledger['id']} (`{str(ledger['hash'])[:16]}`)"
-             if ledger else "not recorded"),
+            ("ledger", _ledger_line(ledger)),
         ],
         "notes": result.notes[:LIST_CAP],
         "cut": "",
     }
+
+
+def _ledger_line(ledger: dict | None) -> str:
+    """The record this result became and the ledger head after it, so that a ledger cut
+    back later is visible (`cakegov audit verify --head HASH`)."""
+    if not ledger:
+        return "not recorded"
+    line = f"record {ledger['id']} (`{str(ledger['hash'])[:16]}`)"
+    if "head" in ledger:
+        line += (f"; ledger head: {ledger.get('records')} record(s), `{ledger['head']}` "
+                 f"(check with `cakegov audit verify --head {ledger['head']}`)")
+    return line
 
 
 # ---- charts --------------------------------------------------------------------------
@@ -257,7 +309,7 @@ def _fits(text: str, limit: int, limit_bytes: int) -> bool:
 def render_markdown(result: ProposalResult, root: Path | None = None,
                     limit: int = COMMENT_LIMIT, limit_bytes: int = COMMENT_BYTES) -> str:
     """The pull-request comment; at most `limit` characters and `limit_bytes` bytes."""
-    template = _env().get_template("proposal.md.j2")
+    template = _env(markdown=True).get_template("proposal.md.j2")
     n = len(result.flips)
     levels = [Level(), Level(findings=False), Level(findings=False, evidence=False)]
     cap = n

@@ -98,7 +98,7 @@ class Monitor:
     def run(self, rule: Any, ctx: Any, inner: Callable[[Any], Iterator[Any]]) -> list[Any]:
         from cakegov.check.findings import Finding
 
-        file = ctx.file
+        file = ctx._base.file  # engine side: the rule API does not expose it
         if rule.code in self.quarantined:
             self.skipped.append(rule.code)
             return []
