@@ -477,3 +477,19 @@ def test_plugin_strings_cannot_forge_markdown_structure(project, tmp_path):
     text = "\n".join(outside)
     assert text.count("<details>") == text.count("</details>") >= 1
     assert "Eligible for merge" not in md.split("\n", 2)[1]
+
+
+def test_a_stale_lock_blocks_even_with_the_version_bumped_in_the_lock_only(project):
+    """A rule changed in the working tree while its VERSION stays: the candidate's lock
+    no longer describes the file. Bumping only the lock's entry does not help either."""
+    rule = project / "rules" / "checks" / "smem-capacity.py"
+    rule.write_text(rule.read_text() + "\n# behaviour changed quietly\n")
+    lock = project / "rules" / "rulebook.lock"
+    data = json.loads(lock.read_text())
+    data["plugins"]["checks/smem-capacity.py"]["version"] = "9.9.9"
+    lock.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out, md = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1 and out["verdict"] == "blocked"
+    [stale] = [b for b in out["blockers"] if b["kind"] == "stale-lock"]
+    assert "rules/checks/smem-capacity.py: version 9.9.9 -> " in stale["message"]
+    assert "rulebook.lock does not describe its plugins" in md

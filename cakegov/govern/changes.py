@@ -11,6 +11,7 @@ corpus file needs a stated reason."""
 from __future__ import annotations
 
 import ast
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import git
 
 from cakegov.corpus.labels import LabelError, Labels, read_labels
+from cakegov.govern.cache import plugin_hashes
 
 RULES = "rules"
 SYMLINK_MODE = 0o120000
@@ -206,6 +208,72 @@ def plugin_changes(base: dict[str, Any], cand: dict[str, Any], base_lock: dict[s
                                   "bump it (patch for a fix, minor for a new check)")
         out.append(row)
     return out
+
+
+def declared_version(path: Path) -> str | None:
+    """The VERSION a plugin file declares, read without running it: a module-level
+    `VERSION = "..."` in Python, the `version` key in TOML. None when absent or not a
+    plain string literal."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+        value = data.get("version")
+        for table in data.values():  # `[target] version = ...`, `[costmodel] ...`
+            if value is None and isinstance(table, dict):
+                value = table.get("version")
+        return value if isinstance(value, str) else None
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id == "VERSION" and \
+                isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value
+    return None
+
+
+def stale_lock(rules_dir: Path) -> list[str]:
+    """What makes `rules_dir`'s own rulebook.lock wrong for its plugin files, computed in
+    the trusted parent from file hashes and literally declared versions (nothing is
+    imported): the same conditions as `cakegov lock --check`."""
+    lock = rules_dir / "rulebook.lock"
+    try:
+        data = json.loads(lock.read_text(encoding="utf-8"))
+        locked = data["plugins"]
+        if not isinstance(locked, dict):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
+        return ["rules/rulebook.lock is missing or unreadable; run `cakegov lock`"]
+    problems: list[str] = []
+    hashes = plugin_hashes(rules_dir)
+    for rel in sorted(set(locked) | set(hashes)):
+        entry = locked.get(rel) if isinstance(locked.get(rel), dict) else None
+        if rel not in hashes:
+            problems.append(f"rules/{rel}: in the lock but not on disk")
+            continue
+        if entry is None:
+            problems.append(f"rules/{rel}: not in the lock")
+            continue
+        version = declared_version(rules_dir / rel)
+        if entry.get("sha256") != hashes[rel]:
+            if entry.get("version") == version:
+                problems.append(f"rules/{rel}: content changed without a version bump "
+                                f"(still {version})")
+            else:
+                problems.append(f"rules/{rel}: version {entry.get('version')} -> {version} "
+                                "is not recorded in the lock")
+        elif entry.get("version") != version:
+            problems.append(f"rules/{rel}: the lock says version {entry.get('version')}, the "
+                            f"file declares {version}")
+    return problems
 
 
 # ---- contract changes ----------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ class Setup:
     dirty: bool
     contract: list[dict[str, Any]]
     motivating: dict[str, list[str]]  # changed check relpath -> MOTIVATED_BY
+    lock_problems: list[str] = field(default_factory=list)  # the candidate's own lock
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -168,6 +169,7 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         corpus_dirs=[_rel(d, root) for d in dirs], cases=ordered, total=total,
         unlabelled=sorted(unlabelled), external=sorted(external), base_lock=base_lock,
         head=head, dirty=dirty, contract=changes.contract_changes(repo, base.commit, root),
-        motivating=motivating)
+        motivating=motivating,
+        lock_problems=changes.stale_lock(cand_rules) if mode == "working-tree" else [])
 
 

@@ -168,6 +168,11 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
     if v.candidate_error:
         out.append(Blocker(kind="candidate-does-not-load",
                            message=f"the candidate rulebook does not load: {v.candidate_error}"))
+    if setup.lock_problems:
+        out.append(Blocker(kind="stale-lock", files=["rules/rulebook.lock"],
+                           message="the candidate's rules/rulebook.lock does not describe its "
+                           "plugins (`cakegov lock --check` fails): "
+                           + "; ".join(setup.lock_problems[:10])))
     for p in plugin:
         if p.problem:
             out.append(Blocker(kind="version-not-bumped", rule=p.relpath,
