@@ -175,8 +175,28 @@ def _limits(job: Job, n_files: int) -> list[tuple[int, int]]:
     return out
 
 
-def _preexec(limits: list[tuple[int, int]]) -> Any:
+# Capabilities a root worker loses (from its bounding set, so also after exec): raising
+# hard limits and escaping RLIMIT_NPROC (SYS_RESOURCE, SYS_ADMIN), ptrace, raw I/O,
+# modules, reboot, network administration, device nodes.
+DROP_CAPS = (24, 21, 19, 17, 16, 22, 12, 27)
+_LIBC: Any = None
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def _preexec(limits: list[tuple[int, int]], drop_caps: bool) -> Any:
+    libc = _libc() if drop_caps else None
+
     def apply() -> None:  # runs in the child between fork and exec: no imports, no locks
+        if libc is not None:
+            for cap in DROP_CAPS:
+                libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+            libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
         for which, value in limits:
             _, hard = resource.getrlimit(which)
             if hard != resource.RLIM_INFINITY:
@@ -189,8 +209,7 @@ def _preexec(limits: list[tuple[int, int]]) -> Any:
 def become_subreaper() -> bool:
     """Make this process a child subreaper (Linux): orphans of workers come back here."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+        return _libc().prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
     except (OSError, AttributeError):
         return False
 
@@ -389,11 +408,11 @@ class _Attempt:
             cmd = [sys.executable, "-m", "cakegov.govern.worker", str(spec_path)]
         self.stop = threading.Event()
         self.lines: queue.Queue = queue.Queue(maxsize=4)
-        limits = _limits(job, len(files))
+        limits = _preexec(_limits(job, len(files)), not self.bwrap and os.getuid() == 0)
         with _PROCS:
             self.proc = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                env=env, start_new_session=True, cwd=cwd, preexec_fn=_preexec(limits))
+                env=env, start_new_session=True, cwd=cwd, preexec_fn=limits)
             _WORKERS.add(self.proc.pid)
         threading.Thread(target=_lines, args=(self.proc.stdout, self.lines, self.stop),
                          daemon=True).start()
