@@ -14,12 +14,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from cakegov.cli import app
 from cakegov.govern import isolate
 from cakegov.govern.isolate import BWRAP_CONTAINMENT, FALLBACK_CONTAINMENT, Job, run_job
 
 from .conftest import ROOT
-from .test_propose import IGNORE, rule_file
+from .test_propose import EXAMPLE, IGNORE, propose, rule_file, template  # noqa: F401
 
 SCHEDULE = "corpus/valid/scale"
 MODES = [pytest.param("bwrap", marks=pytest.mark.skipif(
@@ -258,3 +260,27 @@ def test_containment_can_be_forced_by_the_environment(project, monkeypatch):
     monkeypatch.setenv("CAKEGOV_CONTAINMENT", "fallback")
     hostile(project, "yield from ()\n")
     assert run_job(job(project, "auto")).containment == FALLBACK_CONTAINMENT
+
+
+@pytest.fixture
+def gate_project(template, tmp_path, monkeypatch) -> Path:  # noqa: F811
+    root = tmp_path / "gate" / "project"
+    shutil.copytree(template, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_propose_rule_reports_the_containment(gate_project):
+    _, data, md = propose(EXAMPLE, "--no-record", "--no-cache", "--corpus",
+                             "corpus/invalid/scale")
+    assert data["options"]["containment"] in (BWRAP_CONTAINMENT, FALLBACK_CONTAINMENT), data
+    assert data["options"]["require_sandbox"] is False
+    assert f"containment: {data['options']['containment']}" in md
+
+
+def test_propose_rule_require_sandbox_without_bwrap_exits_2(gate_project, monkeypatch):
+    monkeypatch.setattr(isolate, "bwrap_available", lambda: None)
+    result = CliRunner().invoke(app, ["propose-rule", EXAMPLE, "--no-record", "--no-cache",
+                                      "--require-sandbox", "--gpu", "off", "--jobs", "1"])
+    assert result.exit_code == 2, result.output
+    assert "sandbox is required" in result.output
