@@ -147,6 +147,13 @@ def choose_containment(job: Job) -> str | None:
     return None if job.require_sandbox or forced == "bwrap" else FALLBACK_CONTAINMENT
 
 
+def containment_for(require_sandbox: bool = False) -> str:
+    """The containment a job would get here (for reports of runs served from the cache)."""
+    return choose_containment(Job(side="", mode="check", rules=Path(), workloads=Path(),
+                                  root=Path(), require_sandbox=require_sandbox)) or \
+        "none: a sandbox is required but bwrap is missing"
+
+
 # ---- processes: hard limits and reaping ----------------------------------------------
 
 _PROCS = threading.Lock()  # held while starting a worker and while reaping orphans

@@ -9,6 +9,7 @@ from collections import defaultdict
 from cakegov.govern import changes
 from cakegov.govern.cache import digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Setup
+from cakegov.govern.isolate import containment_for
 from cakegov.govern.judge import SIDES, CaseRun, Verdicts, counted, flips
 from cakegov.govern.proposal import (
     BLOCKING_FLIPS,
@@ -314,7 +315,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
                  options.time_limit_s, "memory_limit_mb": options.memory_limit_mb,
                  "shard": shard, "corpus": setup.corpus_dirs,
                  "require_sandbox": options.require_sandbox,
-                 "containment": v.containment or "none (no plugin code ran)"},
+                 "containment": v.containment or containment_for(options.require_sandbox)},
         proposed=setup.proposed, plugin_changes=plugin, contract_changes=contract,
         corpus=CorpusSummary(dirs=setup.corpus_dirs, valid=valid,
                              invalid=len(setup.cases) - valid, external=setup.external,
