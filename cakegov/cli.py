@@ -481,6 +481,8 @@ def propose_rule(
                             "limit of a rulebook worker, MiB (0: none).")] = 4096,
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse results from "
                      ".cakegov/cache/.")] = True,
+    require_sandbox: Annotated[bool, typer.Option("--require-sandbox", help="Refuse to run "
+                               "rule plugins unless the bwrap sandbox works.")] = False,
 ) -> None:
     """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible
     for merge, 1 blocked, 2 usage or input error, 3 required evidence unavailable."""
@@ -499,7 +501,7 @@ def propose_rule(
             root=root, paths=list(paths or []), base=base, corpus=list(corpus or []),
             gpu=gpu.value, jobs=jobs or min(os.cpu_count() or 1, 8),
             shard=parse_shard(shard), time_limit_s=time_limit, memory_limit_mb=memory_limit,
-            cache=cache)
+            cache=cache, require_sandbox=require_sandbox)
     except ProposalInputError as exc:
         raise usage_error(str(exc)) from None
     outcome = execute(options, report_dir or root / "reports", formats, ledger, record)

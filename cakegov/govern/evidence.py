@@ -68,7 +68,7 @@ class Target:
 
 
 def gather(targets: list[Target], workloads: Path, root: Path, gpu: GpuInfo, jobs: int,
-           cache: ResultCache) -> dict[str, dict[str, Any]]:
+           cache: ResultCache, require_sandbox: bool = False) -> dict[str, dict[str, Any]]:
     """Compile (and, when allowed and possible, run) each target with the rulebook that
     accepts it. Compile results are cached; GPU runs never are."""
     run_gpu = gpu.present and gpu.mode != "off"
@@ -85,7 +85,8 @@ def gather(targets: list[Target], workloads: Path, root: Path, gpu: GpuInfo, job
             todo[(target.side, target.rules)].append(target)
     work = [Job(side=side, mode="evidence", rules=rules, workloads=workloads, root=root,
                 files=[(t.rel, str(t.path)) for t in group], gpu={"run": run_gpu, "why": why},
-                step_limit_s=GPU_EVIDENCE_LIMIT_S if run_gpu else EVIDENCE_LIMIT_S)
+                step_limit_s=GPU_EVIDENCE_LIMIT_S if run_gpu else EVIDENCE_LIMIT_S,
+                require_sandbox=require_sandbox)
             for (side, rules), group in sorted(todo.items())]
     if not work:
         return out

@@ -6,14 +6,33 @@ the backstop: when no progress line arrives for longer than the time limit plus 
 period it kills the worker's process group, and when the worker dies it reads the last
 progress line. Either way the (rule, schedule) that was running becomes a failure record,
 that rule is skipped from then on, and a fresh worker carries on with the schedules that
-are left. Nothing a plugin does can crash this process."""
+are left. Nothing a plugin does can crash this process.
+
+Containment (plugins are attacker-controlled code). With a working `bwrap` the worker runs
+in a sandbox: new user, pid, network, IPC and UTS namespaces, the whole file system
+read-only (`--ro-bind / /`) with a private `/tmp`, a fresh `/dev` and `/proc`, a new
+session, a cleared environment, and it dies with its parent; when the worker ends the pid
+namespace ends and with it every process the plugin started. Without bwrap (the fallback)
+the worker runs in a fresh temporary directory holding copies of its inputs (the rulebook,
+the workloads, the schedules), with a scrubbed environment, and this process is a child
+subreaper, so that every descendant a plugin leaves behind (even one that called setsid)
+is re-parented here and killed when the worker ends. In both modes the worker gets hard
+resource limits (address space, processes, file size, CPU time, no core dumps) that it
+cannot raise. The worker's output is read with bounded reads: one progress line, and the
+output of one schedule, may not exceed a cap; beyond it the worker is killed and the rule
+it was running gets a failure record."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import json
 import os
 import queue
+import re
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +47,15 @@ from typing import Any
 LOAD_LIMIT_S = 60.0
 GRACE_S = 2.0
 STDERR_TAIL = 1500
+LINE_CAP = 4 << 20  # bytes in one progress line from a worker
+FILE_OUTPUT_CAP = 4 << 20  # bytes a worker may write (progress and stderr) per schedule
+FILE_SIZE_LIMIT = 256 << 20  # RLIMIT_FSIZE of a worker
+NPROC_MARGIN = 128  # processes a worker may add to its user's count (RLIMIT_NPROC)
+BWRAP_CONTAINMENT = "bwrap"
+FALLBACK_CONTAINMENT = "fallback: copies, scrubbed env, hard rlimits, subreaper"
+SECRET = re.compile(r"TOKEN|SECRET|KEY|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+PASS_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "PYTHONHASHSEED")
 
 
 @dataclass
@@ -44,6 +72,8 @@ class Job:
     memory_limit_mb: int = 4096
     gpu: dict[str, Any] = field(default_factory=dict)
     step_limit_s: float | None = None  # evidence: seconds per schedule
+    require_sandbox: bool = False  # refuse to run plugins without bwrap
+    containment: str = "auto"  # "auto" (bwrap when it works), "bwrap" or "fallback"
 
 
 @dataclass
@@ -55,28 +85,244 @@ class JobOutput:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)  # kills and deaths
     quarantined: list[str] = field(default_factory=list)
+    containment: str | None = None  # what kept the plugins in: BWRAP/FALLBACK_CONTAINMENT
 
 
-def _spec(job: Job, files: list[tuple[str, str]], skip: list[str]) -> dict[str, Any]:
-    return {"mode": job.mode, "side": job.side, "rules": str(job.rules),
-            "workloads": str(job.workloads), "root": str(job.root), "files": files,
+def _spec(job: Job, files: list[tuple[str, str]], skip: list[str],
+          paths: dict[str, str] | None = None) -> dict[str, Any]:
+    paths = paths or {}
+    return {"mode": job.mode, "side": job.side,
+            "rules": paths.get("rules", str(job.rules)),
+            "workloads": paths.get("workloads", str(job.workloads)),
+            "root": paths.get("root", str(job.root)), "files": files,
             "time_limit_s": job.time_limit_s, "memory_limit_mb": job.memory_limit_mb,
             "skip_rules": skip, "gpu": job.gpu, "load_limit_s": LOAD_LIMIT_S}
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # never write __pycache__ into a rulebook
+def _package_parent() -> str:
+    import cakegov
+
+    return str(Path(cakegov.__file__).resolve().parent.parent)
+
+
+def _env(home: str = "/tmp", mode: str = "check") -> dict[str, str]:
+    """An allow-listed environment: nothing secret (tokens, keys) reaches a plugin."""
+    env = {"PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+           "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1",  # never write __pycache__ into a rulebook
+           "PYTHONPATH": _package_parent()}
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(var, "1")
-    return env
+        env[var] = os.environ.get(var, "1")
+    if mode == "evidence":
+        env.update({k: os.environ[k] for k in PASS_ENV if k in os.environ})
+    return {k: v for k, v in env.items() if not SECRET.search(k)}
 
 
-def _lines(stream: Any, sink: queue.Queue) -> None:
-    for line in iter(stream.readline, ""):
-        sink.put(line)
-    sink.put(None)
+@functools.lru_cache(maxsize=1)
+def bwrap_available() -> str | None:
+    """The path of a bwrap that works here (probed once), else None."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [exe, *_BWRAP_BASE, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--tmpfs", "/tmp", "true"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return exe if probe.returncode == 0 else None
 
+
+_BWRAP_BASE = ("--unshare-all", "--die-with-parent", "--new-session")
+
+
+def choose_containment(job: Job) -> str | None:
+    """BWRAP_CONTAINMENT, FALLBACK_CONTAINMENT, or None when the job requires a sandbox
+    that is not there."""
+    forced = os.environ.get("CAKEGOV_CONTAINMENT", "").strip().lower() or job.containment
+    have = forced != "fallback" and bwrap_available() is not None
+    if have:
+        return BWRAP_CONTAINMENT
+    return None if job.require_sandbox or forced == "bwrap" else FALLBACK_CONTAINMENT
+
+
+def containment_for(require_sandbox: bool = False) -> str:
+    """The containment a job would get here (for reports of runs served from the cache)."""
+    return choose_containment(Job(side="", mode="check", rules=Path(), workloads=Path(),
+                                  root=Path(), require_sandbox=require_sandbox)) or \
+        "none: a sandbox is required but bwrap is missing"
+
+
+# ---- processes: hard limits and reaping ----------------------------------------------
+
+_PROCS = threading.Lock()  # held while starting a worker and while reaping orphans
+_WORKERS: set[int] = set()  # pids of workers this process started and has not reaped
+
+
+def _uid_processes() -> int:
+    uid, count = os.getuid(), 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
+
+
+def _limits(job: Job, n_files: int) -> list[tuple[int, int]]:
+    """Hard limits of a worker (soft = hard, so the plugin cannot raise them)."""
+    limit = job.step_limit_s if job.step_limit_s is not None else job.time_limit_s
+    cpu = int(LOAD_LIMIT_S + (n_files + 1) * (limit + GRACE_S) * 2) + 60
+    out = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT),
+           (resource.RLIMIT_CPU, cpu)]
+    if job.mode != "evidence":  # CUDA maps far more address space than it uses
+        if job.memory_limit_mb > 0:
+            out.append((resource.RLIMIT_AS, job.memory_limit_mb << 20))
+        out.append((resource.RLIMIT_NPROC, _uid_processes() + NPROC_MARGIN))
+    return out
+
+
+# Capabilities a root worker loses (from its bounding set, so also after exec): raising
+# hard limits and escaping RLIMIT_NPROC (SYS_RESOURCE, SYS_ADMIN), ptrace, raw I/O,
+# modules, reboot, network administration, device nodes.
+DROP_CAPS = (24, 21, 19, 17, 16, 22, 12, 27)
+_LIBC: Any = None
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
+
+
+def _preexec(limits: list[tuple[int, int]], drop_caps: bool) -> Any:
+    libc = _libc() if drop_caps else None
+
+    def apply() -> None:  # runs in the child between fork and exec: no imports, no locks
+        if libc is not None:
+            for cap in DROP_CAPS:
+                libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP
+            libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+        for which, value in limits:
+            _, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, value))
+    return apply
+
+
+@functools.lru_cache(maxsize=1)
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux): orphans of workers come back here."""
+    try:
+        return _libc().prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _orphans() -> list[int]:
+    """Processes re-parented to this one that are not its own children: re-parented
+    orphans (this is a subreaper) in another session than ours and not a worker."""
+    me, sid, out = os.getpid(), os.getsid(0), []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        ppid = re.search(r"^PPid:\s*(\d+)", status, re.MULTILINE)
+        if ppid is None or int(ppid.group(1)) != me or pid in _WORKERS:
+            continue
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == sid:
+                continue  # a child this process started itself (git, a compiler, ...)
+        out.append(pid)
+    return out
+
+
+def reap_orphans() -> int:
+    """Kill and reap every orphaned descendant of the workers; returns how many."""
+    killed = 0
+    with _PROCS:
+        for _ in range(1000):
+            found = _orphans()
+            if not found:
+                break
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, 0)
+                killed += 1
+    return killed
+
+
+# ---- bounded reading of a worker's output -------------------------------------------
+
+def _put(sink: queue.Queue, item: Any, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            sink.put(item, timeout=0.2)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _lines(stream: Any, sink: queue.Queue, stop: threading.Event) -> None:
+    """Progress lines, each at most LINE_CAP bytes; a longer one becomes an overflow."""
+    while not stop.is_set():
+        line = stream.readline(LINE_CAP + 1)
+        if not line:
+            break
+        if len(line) > LINE_CAP:
+            while True:  # discard the rest of the line without holding it
+                rest = stream.readline(LINE_CAP)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            _put(sink, ("overflow", f"a progress line exceeded {LINE_CAP} bytes"), stop)
+            break
+        if not _put(sink, line, stop):
+            break
+    _put(sink, None, stop)
+
+
+class _Stderr:
+    """Reads a worker's standard error, keeping only its tail and counting the bytes."""
+
+    def __init__(self, stream: Any, sink: queue.Queue, stop: threading.Event):
+        self.tail = b""
+        self.total = 0
+        self.mark = 0  # `total` when the current schedule began
+        self.sink, self.stop = sink, stop
+        self.closed = threading.Event()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: Any) -> None:
+        told = False
+        try:
+            while True:
+                chunk = stream.read1(65536)
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                self.tail = (self.tail + chunk)[-STDERR_TAIL * 4:]
+                if not told and self.total - self.mark > FILE_OUTPUT_CAP:
+                    told = True
+                    _put(self.sink, ("overflow", f"output exceeded {FILE_OUTPUT_CAP} bytes "
+                                     "on one schedule"), self.stop)
+        finally:
+            self.closed.set()
+
+    def text(self) -> str:
+        self.closed.wait(5)
+        return self.tail.decode("utf-8", "replace")[-STDERR_TAIL:].strip()
+
+
+# ---- workers -----------------------------------------------------------------------
 
 def _describe_exit(code: int | None) -> str:
     if code is None:
@@ -91,31 +337,134 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with status {code}"
 
 
+def _copy_inputs(job: Job, files: list[tuple[str, str]], into: Path
+                 ) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """Fallback: copies of what the worker reads, so its writes cannot reach the checkout."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    rules, workloads = into / "rules", into / "workloads"
+    shutil.copytree(job.rules, rules, ignore=ignore)
+    if Path(job.workloads).is_dir():
+        shutil.copytree(job.workloads, workloads, ignore=ignore)
+    copied = []
+    for i, (rel, path) in enumerate(files):
+        dst = into / "files" / str(i) / Path(path).name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            shutil.copyfile(path, dst)
+        copied.append((rel, str(dst)))
+    return {"rules": str(rules), "workloads": str(workloads), "root": str(into)}, copied
+
+
+def _binds(paths: list[str]) -> list[str]:
+    """`--ro-bind P P` for each path (outermost only) that the overlays would hide."""
+    out: list[str] = []
+    chosen: list[Path] = []
+    for raw in sorted({str(Path(p).resolve()) for p in paths if p}, key=len):
+        path = Path(raw)
+        if not path.exists() or any(path.is_relative_to(c) for c in chosen):
+            continue
+        if any(path.is_relative_to(top) for top in ("/tmp", "/dev", "/proc")):
+            chosen.append(path)
+            out += ["--ro-bind", raw, raw]
+    return out
+
+
+def _mask_checkout(job: Job) -> list[str]:
+    """Hide the checkout being judged and the repository the engine runs from (their corpus
+    labels, ledgers, git directories) behind empty tmpfs mounts, then bind back read-only
+    only what the worker needs from inside them: the engine package, the interpreter's
+    environment, the rulebook and the workloads. A directory holding the home directory is
+    left alone (the interpreter may live there)."""
+    masks: list[Path] = []
+    for raw in sorted({Path(job.root).resolve(), Path(_package_parent()).resolve()},
+                      key=lambda p: len(str(p))):
+        if raw == Path("/") or not raw.is_dir() or raw.is_relative_to("/tmp") or \
+                any(raw.is_relative_to(m) for m in masks) or Path.home().is_relative_to(raw):
+            continue
+        masks.append(raw)
+    if not masks:
+        return []
+    keep = [Path(_package_parent()) / "cakegov", Path(sys.prefix), Path(sys.exec_prefix),
+            Path(job.rules), Path(job.workloads)]
+    out: list[str] = []
+    for mask in masks:
+        out += ["--tmpfs", str(mask)]
+    chosen: list[Path] = []
+    for path in sorted({p.resolve() for p in keep}, key=lambda p: len(str(p))):
+        if not path.exists() or not any(path.is_relative_to(m) for m in masks) or \
+                any(path.is_relative_to(c) for c in chosen):
+            continue
+        chosen.append(path)
+        out += ["--ro-bind", str(path), str(path)]
+    return out
+
+
+def _bwrap_command(exe: str, job: Job, files: list[tuple[str, str]], spec: Path,
+                   env: dict[str, str]) -> list[str]:
+    dev = ["--dev-bind", "/dev", "/dev"] if job.mode == "evidence" and job.gpu.get("run") \
+        else ["--dev", "/dev"]
+    needed = [str(job.rules), str(job.workloads), str(spec.parent),
+              sys.prefix, sys.base_prefix, sys.exec_prefix, _package_parent(),
+              *(str(Path(p).parent) for _, p in files)]
+    cmd = [exe, *_BWRAP_BASE, "--ro-bind", "/", "/", *dev, "--proc", "/proc",
+           "--tmpfs", "/tmp", *_binds(needed), *_mask_checkout(job), "--chdir", "/tmp",
+           "--clearenv"]
+    for key, value in env.items():
+        cmd += ["--setenv", key, value]
+    return [*cmd, "--", sys.executable, "-m", "cakegov.govern.worker", str(spec)]
+
+
 class _Attempt:
     """One worker process and the state of its progress."""
 
-    def __init__(self, job: Job, files: list[tuple[str, str]], skip: list[str], tmp: Path):
-        spec_path = tmp / f"job-{job.side}-{time.monotonic_ns()}.json"
-        spec_path.write_text(json.dumps(_spec(job, files, skip)), encoding="utf-8")
-        self.stderr = tempfile.TemporaryFile(  # noqa: SIM115 - closed in stderr_tail()
-            mode="w+", encoding="utf-8", errors="replace")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cakegov.govern.worker", str(spec_path)],
-            stdout=subprocess.PIPE, stderr=self.stderr, stdin=subprocess.DEVNULL,
-            text=True, encoding="utf-8", errors="replace", env=_env(),
-            start_new_session=True, cwd=str(job.root),
-        )
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_lines, args=(self.proc.stdout, self.lines),
+    def __init__(self, job: Job, files: list[tuple[str, str]], skip: list[str], tmp: Path,
+                 containment: str):
+        self.bwrap = containment == BWRAP_CONTAINMENT
+        self.known = {rel for rel, _ in files}
+        work = tmp / f"attempt-{time.monotonic_ns()}"
+        work.mkdir()
+        if self.bwrap:
+            spec_files, paths = files, None
+            env = _env("/tmp", job.mode)
+            spec_path = work / "job.json"
+            cwd = str(work)
+        else:
+            inputs = work / "in"
+            inputs.mkdir()
+            paths, spec_files = _copy_inputs(job, files, inputs)
+            home = work / "home"
+            home.mkdir()
+            env = _env(str(home), job.mode)
+            spec_path = work / "job.json"
+            cwd = str(inputs)
+        spec_path.write_text(json.dumps(_spec(job, spec_files, skip, paths)),
+                             encoding="utf-8")
+        if self.bwrap:
+            cmd = _bwrap_command(bwrap_available() or "bwrap", job, files, spec_path, env)
+        else:
+            become_subreaper()
+            cmd = [sys.executable, "-m", "cakegov.govern.worker", str(spec_path)]
+        self.stop = threading.Event()
+        self.lines: queue.Queue = queue.Queue(maxsize=4)
+        limits = _preexec(_limits(job, len(files)), not self.bwrap and os.getuid() == 0)
+        with _PROCS:
+            self.proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=True, cwd=cwd, preexec_fn=limits)
+            _WORKERS.add(self.proc.pid)
+        threading.Thread(target=_lines, args=(self.proc.stdout, self.lines, self.stop),
                          daemon=True).start()
+        self.stderr = _Stderr(self.proc.stderr, self.lines, self.stop)
         self.file: str | None = None
         self.rule: str | None = None
         self.step: str | None = None
         self.loaded = False
         self.done = False
+        self.overflow: str | None = None
+        self.file_bytes = 0
 
     def events(self, limit_s: float, load_limit_s: float) -> Iterator[dict[str, Any] | str]:
-        """Progress events; finally the string "timeout" or "exit"."""
+        """Progress events; finally the string "timeout", "overflow" or "exit"."""
         while True:
             wait = limit_s if self.loaded else load_limit_s
             try:
@@ -126,54 +475,93 @@ class _Attempt:
             if line is None:
                 yield "exit"
                 return
+            if isinstance(line, tuple):
+                self.overflow = line[1]
+                yield "overflow"
+                return
+            self.file_bytes += len(line)
+            if self.file_bytes > FILE_OUTPUT_CAP:
+                self.overflow = f"output exceeded {FILE_OUTPUT_CAP} bytes on one schedule"
+                yield "overflow"
+                return
             try:
                 event = json.loads(line)
             except ValueError:
                 continue
             if isinstance(event, dict):
+                if event.get("ev") == "file":
+                    self.file_bytes = 0
+                    self.stderr.mark = self.stderr.total
                 yield event
+
+    def returncode(self) -> int | None:
+        """The worker's status (bwrap reports a signal death as 128 + the signal)."""
+        code = self.proc.returncode
+        if self.bwrap and code is not None and 128 < code < 128 + 65:
+            return -(code - 128)
+        return code
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
 
+    def finish(self, kill: bool) -> None:
+        """Wait for (or kill) the worker, then kill whatever it left behind."""
+        if kill:
+            self.kill()
+        else:
+            self.proc.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # descendants still in its group
+        with _PROCS:
+            _WORKERS.discard(self.proc.pid)
+        reap_orphans()
+        self.stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.lines.get_nowait()
+        for stream in (self.proc.stdout,):
+            with contextlib.suppress(OSError):
+                stream.close()
+
     def stderr_tail(self) -> str:
-        self.stderr.seek(0)
-        text = self.stderr.read()
-        self.stderr.close()
-        return text[-STDERR_TAIL:].strip()
+        return self.stderr.text()
 
 
 def run_job(job: Job) -> JobOutput:
     """Run `job` to the end, restarting workers after hard failures."""
     output = JobOutput()
+    containment = choose_containment(job)
+    if containment is None:
+        output.load_error = ("a sandbox is required (--require-sandbox) but bwrap is not "
+                             "available or does not work here; no plugin code was run")
+        return output
+    output.containment = containment
     remaining = list(job.files)
     skip: list[str] = []
     limit = job.step_limit_s if job.step_limit_s is not None else job.time_limit_s
     hard_limit = limit + max(GRACE_S, limit / 2)
     with tempfile.TemporaryDirectory(prefix="cakegov-job-") as tmp:
         while True:
-            attempt = _Attempt(job, remaining, skip, Path(tmp))
+            attempt = _Attempt(job, remaining, skip, Path(tmp), containment)
             ending = "exit"
             for event in attempt.events(hard_limit, LOAD_LIMIT_S + GRACE_S):
                 if isinstance(event, str):
                     ending = event
                     break
                 _absorb(event, attempt, output, remaining)
-            if ending == "timeout":
-                attempt.kill()
-            else:
-                attempt.proc.wait()
+            attempt.finish(kill=ending != "exit")
             tail = attempt.stderr_tail()
             if attempt.done and ending == "exit":
                 return output
             if not attempt.loaded:
-                why = "did not answer while loading" if ending == "timeout" else \
-                    _describe_exit(attempt.proc.returncode)
+                why = {"timeout": "did not answer", "overflow": f"wrote too much "
+                       f"({attempt.overflow})"}.get(ending) or _describe_exit(
+                           attempt.returncode())
                 output.load_error = output.load_error or (
                     f"the worker {why} while loading the rulebook"
-                    + (f": {tail.splitlines()[-1]}" if tail else ""))
+                    + (f": {tail.splitlines()[-1][:300]}" if tail else ""))
                 return output
             _record_hard_failure(job, attempt, ending, tail, output, remaining, skip)
             if not remaining:
@@ -185,14 +573,14 @@ def _absorb(event: dict[str, Any], attempt: _Attempt, output: JobOutput,
     kind = event.get("ev")
     if kind == "loaded":
         attempt.loaded = True
-        output.info = event["info"]
+        output.info = event.get("info")
     elif kind == "load_error":
-        output.load_error = str(event.get("message"))
+        output.load_error = str(event.get("message"))[:2000]
     elif kind == "file":
-        attempt.file, attempt.rule, attempt.step = event["file"], None, event.get("step")
+        attempt.file, attempt.rule, attempt.step = event.get("file"), None, event.get("step")
     elif kind == "rule":
-        attempt.rule = event["rule"]
-    elif kind in ("result", "evidence"):
+        attempt.rule = event.get("rule")
+    elif kind in ("result", "evidence") and event.get("file") in attempt.known:
         output.results[event["file"]] = event
         remaining[:] = [f for f in remaining if f[0] != event["file"]]
         attempt.file = attempt.rule = None
@@ -208,10 +596,13 @@ def _record_hard_failure(job: Job, attempt: _Attempt, ending: str, tail: str,
         limit = job.step_limit_s if job.step_limit_s is not None else job.time_limit_s
         kind, message = "hang", (f"gave no sign of life for {limit:g} s plus grace; the "
                                  "worker was killed")
+    elif ending == "overflow":
+        kind, message = "output", f"{attempt.overflow}; the worker was killed"
+        tail = ""
     else:
         kind = "crash"
-        message = f"the worker {_describe_exit(attempt.proc.returncode)}"
-        if "MemoryError" in tail or (attempt.proc.returncode or 0) == -9:
+        message = f"the worker {_describe_exit(attempt.returncode())}"
+        if "MemoryError" in tail or (attempt.returncode() or 0) == -9:
             kind = "memory" if "MemoryError" in tail else kind
     if tail:
         message += f" (stderr: {tail.splitlines()[-1][:300]})"

@@ -58,6 +58,7 @@ class Verdicts:
     cache: ResultCache
     workers: int
     cached_runs: set[str]
+    containment: str | None = None  # what kept the plugins in (isolate.JobOutput)
 
 
 # ---- running -------------------------------------------------------------------------
@@ -130,11 +131,13 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> 
                     "run_id": run_id})
     verdicts = Verdicts(info=info, runs=runs, candidate_error=errors.get("candidate"),
                         failures=failures, quarantined=quarantined, evidence={},
-                        cache=cache, workers=workers, cached_runs=cached_runs)
+                        cache=cache, workers=workers, cached_runs=cached_runs,
+                        containment=next((o.containment for o in outputs.values()
+                                          if o.containment), None))
     if verdicts.candidate_error is None:
         verdicts.evidence = evidence.gather(
             _evidence_targets(setup, verdicts, wl), setup.workloads, setup.root, gpu,
-            options.jobs, cache)
+            options.jobs, cache, require_sandbox=options.require_sandbox)
     return verdicts
 
 
@@ -205,7 +208,8 @@ def _launch_blind(setup: Setup, options: ProposalOptions, need: list[Case],
         return Job(side=side, mode=mode, rules=setup.rules[side], workloads=setup.workloads,
                    root=setup.root,
                    files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in files],
-                   time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb)
+                   time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb,
+                   require_sandbox=options.require_sandbox)
 
     tasks: list[Job] = []
     if need:
@@ -224,6 +228,7 @@ def _launch_blind(setup: Setup, options: ProposalOptions, need: list[Case],
         into = merged.setdefault(task.side, JobOutput())
         into.info = into.info or out.info
         into.load_error = into.load_error or out.load_error
+        into.containment = into.containment or out.containment
         into.results.update(out.results)
         into.failures += out.failures
         into.quarantined += [q for q in out.quarantined if q not in into.quarantined]

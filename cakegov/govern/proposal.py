@@ -295,6 +295,7 @@ class ProposalOptions:
     time_limit_s: float = 10.0
     memory_limit_mb: int = 4096
     cache: bool = True
+    require_sandbox: bool = False
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

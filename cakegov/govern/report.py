@@ -225,7 +225,8 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
                         f"{m.python}, host {m.hostname}"),
             ("GPU", gpu),
             ("limits", f"{result.options['time_limit_s']:g} s per rule per schedule, "
-                       f"{result.options['memory_limit_mb']} MiB address space"),
+                       f"{result.options['memory_limit_mb']} MiB address space; "
+                       f"containment: {result.options.get('containment', 'unknown')}"),
             ("run", f"{run.run_id[:12]} at {run.started_at}, {run.wall_s:.1f} s wall, "
                     f"{run.jobs} job(s), {run.workers} worker(s), cache {run.cache_hits} hit(s) "
                     f"/ {run.cache_misses} miss(es)"),

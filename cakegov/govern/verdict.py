@@ -9,6 +9,7 @@ from collections import defaultdict
 from cakegov.govern import changes
 from cakegov.govern.cache import digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Setup
+from cakegov.govern.isolate import containment_for
 from cakegov.govern.judge import SIDES, CaseRun, Verdicts, counted, flips
 from cakegov.govern.proposal import (
     BLOCKING_FLIPS,
@@ -207,7 +208,8 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
             by_rule[(f.rule, f.kind)].append(f)
     for (rule, kind), fails in sorted(by_rule.items(), key=lambda x: (x[0][0] or "", x[0][1])):
         first = fails[0]
-        verb = {"hang": "hung", "crash": "crashed", "memory": "blew the memory limit"}.get(
+        verb = {"hang": "hung", "crash": "crashed", "memory": "blew the memory limit",
+                "output": "exceeded the output limit"}.get(
             kind, kind)
         who = f"rule {rule} {names.get(rule or '', '')}".strip() if rule else "the worker"
         out.append(Blocker(kind=f"rule-{kind}", rule=rule,
@@ -316,7 +318,9 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         verdict=verdict, exit_code=code, summary=summary, mode=setup.mode,  # type: ignore
         options={"base": options.base, "gpu": options.gpu, "time_limit_s":
                  options.time_limit_s, "memory_limit_mb": options.memory_limit_mb,
-                 "shard": shard, "corpus": setup.corpus_dirs},
+                 "shard": shard, "corpus": setup.corpus_dirs,
+                 "require_sandbox": options.require_sandbox,
+                 "containment": v.containment or containment_for(options.require_sandbox)},
         proposed=setup.proposed, plugin_changes=plugin, contract_changes=contract,
         corpus=CorpusSummary(dirs=setup.corpus_dirs, valid=valid,
                              invalid=len(setup.cases) - valid, external=setup.external,

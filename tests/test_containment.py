@@ -1,0 +1,305 @@
+"""Containment of rule-plugin workers (cakegov/govern/isolate.py): each test runs one
+hostile plugin through `run_job`, under bwrap (skipped where it does not work) and under
+the fallback (input copies, scrubbed environment, hard limits, subreaper)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cakegov.cli import app
+from cakegov.govern import isolate
+from cakegov.govern.isolate import BWRAP_CONTAINMENT, FALLBACK_CONTAINMENT, Job, run_job
+
+from .conftest import ROOT
+from .test_propose import EXAMPLE, IGNORE, propose, rule_file, template  # noqa: F401
+
+SCHEDULE = "corpus/valid/scale"
+MODES = [pytest.param("bwrap", marks=pytest.mark.skipif(
+    isolate.bwrap_available() is None, reason="bwrap is not available or does not work")),
+    "fallback"]
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "rules", root / "rules", ignore=IGNORE)
+    shutil.copytree(ROOT / "corpus" / "workloads", root / "corpus" / "workloads", ignore=IGNORE)
+    shutil.copytree(ROOT / SCHEDULE, root / SCHEDULE, ignore=IGNORE)
+    (root / "ledger.sqlite").write_bytes(b"SQLite format 3\x00 ledger")
+    return root
+
+
+def hostile(root: Path, body: str, name: str = "hostile", code: str = "T950") -> None:
+    rule_file(root / "rules" / "checks" / f"{name}.py", code, name, body)
+
+
+def job(root: Path, mode: str, **kw) -> Job:
+    files = sorted((root / SCHEDULE).glob("*.cake"))[:1]
+    return Job(side="candidate", mode="check", rules=root / "rules",
+               workloads=root / "corpus" / "workloads", root=root,
+               files=[(p.relative_to(root).as_posix(), str(p)) for p in files],
+               containment=mode, **kw)
+
+
+def messages(out, code: str = "T950") -> list[str]:
+    return [f["message"] for r in out.results.values() if r.get("result")
+            for f in r["result"]["findings"] if f["code"] == code]
+
+
+def expected(mode: str) -> str:
+    return BWRAP_CONTAINMENT if mode == "bwrap" else FALLBACK_CONTAINMENT
+
+
+def tree(path: Path) -> dict[str, str]:
+    return {p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def with_marker(marker: str) -> list[int]:
+    out = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry.name}/cmdline").read_bytes():
+                    out.append(int(entry.name))
+            except OSError:
+                pass
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_setsid_daemon_does_not_outlive_the_job(project, mode):
+    """(a) A double-forked, setsid'd child that sleeps is dead when run_job returns."""
+    marker = f"cakegov-daemon-{uuid.uuid4().hex}"
+    hostile(project, f'''\
+        import sys
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.execv(sys.executable, [sys.executable, "-c",
+                         "import time; time.sleep(300)", "{marker}"])
+            os._exit(0)
+        os.waitpid(pid, 0)
+        yield ctx.finding(None, "daemon started")
+        ''')
+    try:
+        out = run_job(job(project, mode))
+        assert out.containment == expected(mode)
+        assert messages(out) == ["daemon started"], out
+        alive = with_marker(marker)
+        for _ in range(50):  # a pid namespace's teardown may still be under way
+            if not alive:
+                break
+            time.sleep(0.1)
+            alive = with_marker(marker)
+        assert alive == []
+    finally:
+        for pid in with_marker(marker):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plugin_cannot_change_the_checkout(project, mode):
+    """(b) Writes to corpus files, the ledger and the rulebook, and deleting
+    rules/rulebook.lock, leave the originals as they were. Relative paths (the worker's
+    cwd used to be the checkout) and paths next to the plugin's own file are tried in both
+    modes; absolute paths into the checkout only under bwrap (in the fallback the worker
+    runs as the same user, so an absolute path it guesses stays writable)."""
+    absolute = [str(project)] if mode == "bwrap" else []
+    hostile(project, f'''\
+        import pathlib
+        done = []
+        here = pathlib.Path(__file__).resolve().parent.parent.parent.parent
+        for base in [pathlib.Path("."), here] + [pathlib.Path(p) for p in {absolute!r}]:
+            for target in [base / "rules" / "rulebook.lock", base / "ledger.sqlite"]:
+                try:
+                    target.unlink()
+                    done.append(str(target))
+                except OSError:
+                    pass
+            for target in list((base / "{SCHEDULE}").glob("*.cake")) + [
+                    base / "ledger.sqlite", base / "rules" / "checks" / "smem-capacity.py"]:
+                try:
+                    with open(target, "a") as f:
+                        f.write("tampered")
+                    done.append(str(target))
+                except OSError:
+                    pass
+        yield ctx.finding(None, "wrote: " + ", ".join(done))
+        ''')
+    before = tree(project)
+    out = run_job(job(project, mode))
+    assert out.containment == expected(mode)
+    assert messages(out), out  # the plugin ran
+    assert (project / "rules" / "rulebook.lock").is_file()
+    assert tree(project) == before
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tokens_do_not_reach_the_plugin(project, mode, monkeypatch):
+    """(c) GITHUB_TOKEN (and other secret-looking variables) of the parent's environment
+    are not in the plugin's environment."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_containment_test_secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws_containment_test_secret")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible-but-unneeded")
+    hostile(project, '''\
+        yield ctx.finding(None, repr(dict(os.environ)))
+        ''')
+    out = run_job(job(project, mode))
+    assert out.containment == expected(mode)
+    [message] = messages(out)
+    assert "GITHUB_TOKEN" not in message and "ghp_containment_test_secret" not in message
+    assert "aws_containment_test_secret" not in message
+    assert "visible-but-unneeded" not in message  # an allow-list, not a deny-list
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_plugin_cannot_raise_its_memory_limit(project, mode):
+    """(d) With memory_limit_mb=512 the limit is hard: raising it fails, and allocating
+    2 GB ends in a MemoryError, recorded as a memory failure of the rule."""
+    hostile(project, '''\
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        raised = []
+        for limits in [(hard, hard), (resource.RLIM_INFINITY, resource.RLIM_INFINITY)]:
+            try:
+                resource.setrlimit(resource.RLIMIT_AS, limits)
+                raised.append(limits)
+            except (ValueError, OSError):
+                pass
+        now = resource.getrlimit(resource.RLIMIT_AS)
+        yield ctx.finding(None, f"limits {soft} {hard} now {now}")
+        ''', name="limit-reporter", code="T951")
+    hostile(project, '''\
+        import resource
+        try:
+            resource.setrlimit(resource.RLIMIT_AS,
+                               (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        except (ValueError, OSError):
+            pass
+        blob = bytearray(2 << 30)
+        yield ctx.finding(None, str(len(blob)))
+        ''', name="memory-hog", code="T952")
+    out = run_job(job(project, mode, memory_limit_mb=512))
+    assert out.containment == expected(mode)
+    cap = 512 << 20
+    assert messages(out, "T951") == [f"limits {cap} {cap} now ({cap}, {cap})"]
+    assert messages(out, "T952") == []
+    [result] = out.results.values()
+    failures = result["failures"] + out.failures
+    assert [(f["rule"], f["kind"]) for f in failures] == [("T952", "memory")], failures
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("where", ["stdout", "protocol"])
+def test_flood_of_output_is_a_failure_and_stays_bounded(project, mode, where):
+    """(e) A plugin printing 16 MiB per schedule (to its stdout, which the worker sends to
+    stderr, or straight onto the progress channel) becomes an 'output exceeded' failure of
+    that rule; the parent never holds the flood (its peak RSS grows by far less than the
+    16 MiB per schedule times the schedules)."""
+    if where == "stdout":
+        body = 'print("x" * (16 << 20), flush=True)\n'
+    else:  # the protocol pipe is the worker's lowest fd above 2 that is a pipe
+        body = '''\
+            import stat
+            for fd in range(3, 64):
+                try:
+                    if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                        os.write(fd, b"x" * (16 << 20))
+                        break
+                except OSError:
+                    pass
+            '''
+    hostile(project, body + "yield from ()\n", name="flood", code="T953")
+    work = job(project, mode)
+    files = sorted((project / SCHEDULE).glob("*.cake"))[:4]
+    work.files = [(p.relative_to(project).as_posix(), str(p)) for p in files]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = run_job(work)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) / 1024
+    assert out.containment == expected(mode)
+    flood = [f for f in out.failures if f["rule"] == "T953"]
+    assert flood and flood[0]["kind"] == "output", out.failures
+    assert "output exceeded" in flood[0]["message"] or "progress line exceeded" in \
+        flood[0]["message"]
+    assert len(flood[0]["message"]) < 1000
+    assert out.quarantined == ["T953"]
+    assert set(out.results) == {rel for rel, _ in work.files}  # the rest was judged
+    assert grown_mib < 64 * len(work.files)
+
+
+def test_require_sandbox_without_bwrap_is_a_load_error(project, monkeypatch):
+    """(f) require_sandbox and no bwrap: nothing runs, the job has a load error."""
+    marker = project / "ran"
+    hostile(project, f'''\
+        open({str(marker)!r}, "w").close()
+        yield from ()
+        ''')
+    monkeypatch.setattr(isolate, "bwrap_available", lambda: None)
+    out = run_job(job(project, "auto", require_sandbox=True))
+    assert out.load_error and "sandbox is required" in out.load_error
+    assert out.results == {} and out.info is None and out.containment is None
+    assert not marker.exists()
+    out = run_job(job(project, "auto"))  # without the requirement: the fallback
+    assert out.containment == FALLBACK_CONTAINMENT and out.load_error is None
+    assert marker.exists()
+
+
+def test_containment_can_be_forced_by_the_environment(project, monkeypatch):
+    monkeypatch.setenv("CAKEGOV_CONTAINMENT", "fallback")
+    hostile(project, "yield from ()\n")
+    assert run_job(job(project, "auto")).containment == FALLBACK_CONTAINMENT
+
+
+@pytest.fixture
+def gate_project(template, tmp_path, monkeypatch) -> Path:  # noqa: F811
+    root = tmp_path / "gate" / "project"
+    shutil.copytree(template, root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def test_propose_rule_reports_the_containment(gate_project):
+    _, data, md = propose(EXAMPLE, "--no-record", "--no-cache", "--corpus",
+                             "corpus/invalid/scale")
+    assert data["options"]["containment"] in (BWRAP_CONTAINMENT, FALLBACK_CONTAINMENT), data
+    assert data["options"]["require_sandbox"] is False
+    assert f"containment: {data['options']['containment']}" in md
+
+
+def test_propose_rule_require_sandbox_without_bwrap_exits_2(gate_project, monkeypatch):
+    monkeypatch.setattr(isolate, "bwrap_available", lambda: None)
+    result = CliRunner().invoke(app, ["propose-rule", EXAMPLE, "--no-record", "--no-cache",
+                                      "--require-sandbox", "--gpu", "off", "--jobs", "1"])
+    assert result.exit_code == 2, result.output
+    assert "sandbox is required" in result.output
+
+
+@pytest.mark.skipif(isolate.bwrap_available() is None, reason="bwrap is not available")
+def test_under_bwrap_no_corpus_label_or_ledger_is_readable(project):
+    """A plugin that reads labelled corpus files by absolute path, in the judged checkout
+    and in the repository the engine runs from, finds them hidden; the rulebook and the
+    workloads it needs are still there."""
+    (project / "corpus" / "invalid").mkdir(parents=True)
+    (project / "corpus" / "invalid" / "x.cake").write_text("# expect: R001\n")
+    targets = [project / "corpus" / "invalid" / "x.cake", project / "ledger.sqlite",
+               ROOT / "corpus" / "invalid" / "gemm" / "smem_over_capacity.cake", ROOT / ".git"]
+    hostile(project, f'''\
+        import pathlib
+        seen = [p for p in {[str(t) for t in targets]!r} if pathlib.Path(p).exists()]
+        ok = pathlib.Path({str(project / "corpus" / "workloads")!r}).is_dir()
+        yield ctx.finding(None, f"seen={{seen}} workloads={{ok}}")
+        ''')
+    out = run_job(job(project, "bwrap"))
+    assert messages(out) == ["seen=[] workloads=True"]
