@@ -483,6 +483,10 @@ def propose_rule(
                      ".cakegov/cache/.")] = True,
     require_sandbox: Annotated[bool, typer.Option("--require-sandbox", help="Refuse to run "
                                "rule plugins unless the bwrap sandbox works.")] = False,
+    accept_contract: Annotated[str | None, typer.Option("--accept-contract", help="The "
+                               "contract digest (sha256) of a reviewed change to the corpus, "
+                               "workloads or engine, as the report prints it; any other "
+                               "contract change still blocks.")] = None,
 ) -> None:
     """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible
     for merge, 1 blocked, 2 usage or input error, 3 required evidence unavailable."""
@@ -501,7 +505,7 @@ def propose_rule(
             root=root, paths=list(paths or []), base=base, corpus=list(corpus or []),
             gpu=gpu.value, jobs=jobs or min(os.cpu_count() or 1, 8),
             shard=parse_shard(shard), time_limit_s=time_limit, memory_limit_mb=memory_limit,
-            cache=cache, require_sandbox=require_sandbox)
+            cache=cache, require_sandbox=require_sandbox, accept_contract=accept_contract)
     except ProposalInputError as exc:
         raise usage_error(str(exc)) from None
     outcome = execute(options, report_dir or root / "reports", formats, ledger, record)

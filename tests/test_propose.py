@@ -226,7 +226,19 @@ def test_label_change_with_a_reason_is_not_blocked_for_it(project):
     assert change["reason"] == "commit message: the launch also breaks the role partition (R006)."
     assert not [b for b in data["blockers"] if b["kind"] == "contract-change-without-reason"]
     assert data["provenance"]["base_commit"] == base
+    # A reason explains the change; only a maintainer's acceptance of this exact change
+    # (its digest) lets the proposal through.
+    assert code == 1 and [b["kind"] for b in data["blockers"]] == ["contract-change"]
+    digest = data["contract_digest"]
+    assert f"--accept-contract {digest}" in data["blockers"][0]["message"]
+    code, wrong, _ = propose("--no-record", "--base", base, "--corpus", "corpus/invalid/scale",
+                             "--accept-contract", "0" * 64)
+    assert code == 1 and "names another change" in wrong["blockers"][0]["message"]
+    code, data, _ = propose("--no-record", "--base", base, "--corpus", "corpus/invalid/scale",
+                            "--accept-contract", digest)
     assert code == 0, data["blockers"]
+    assert f"contract change accepted by a maintainer (--accept-contract {digest})" in \
+        data["notes"]
 
 
 def test_change_note_file_is_a_reason(project):
@@ -493,3 +505,30 @@ def test_a_stale_lock_blocks_even_with_the_version_bumped_in_the_lock_only(proje
     [stale] = [b for b in out["blockers"] if b["kind"] == "stale-lock"]
     assert "rules/checks/smem-capacity.py: version 9.9.9 -> " in stale["message"]
     assert "rulebook.lock does not describe its plugins" in md
+
+
+def test_a_defused_case_and_a_new_valid_file_are_contract_changes(project):
+    """The measured attack: the body of a labelled invalid case changed so it is no longer
+    defective (label line kept), plus a new valid corpus file. Both are listed with their
+    diffs and block until accepted; accepting them names their exact content."""
+    path = project / "corpus" / "invalid" / "gemm" / "smem_over_capacity.cake"
+    path.write_text(path.read_text().replace("stages=8", "stages=2"))
+    added = project / "corpus" / "valid" / "scale" / "new_case.cake"
+    shutil.copyfile(next((project / "corpus" / "valid" / "scale").glob("*.cake")), added)
+    code, data, md = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1
+    rows = {c["path"]: c for c in data["contract_changes"]}
+    defused = rows["corpus/invalid/gemm/smem_over_capacity.cake"]
+    assert defused["kind"] == "corpus-content" and "-" in defused["diff"] and \
+        "stages=2" in defused["diff"]
+    assert rows["corpus/valid/scale/new_case.cake"]["kind"] == "corpus-added"
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "contract-change"]
+    assert set(blocker["files"]) == set(rows)
+    assert data["contract_digest"] in md
+    # Accepting, then changing the content again, is a different contract.
+    first = data["contract_digest"]
+    added.write_text(added.read_text() + "\n")
+    _, again, _ = propose("--no-record", "--corpus", "corpus/invalid/gemm",
+                          "--accept-contract", first)
+    assert again["contract_digest"] != first
+    assert [b for b in again["blockers"] if b["kind"] == "contract-change"]

@@ -11,6 +11,8 @@ corpus file needs a stated reason."""
 from __future__ import annotations
 
 import ast
+import difflib
+import hashlib
 import json
 import re
 import tomllib
@@ -102,6 +104,31 @@ def materialise(commit: git.Commit, subdir: str, dest: Path) -> bool:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(item.data_stream.read())
     return True
+
+
+DIFF_CAP = 4000
+
+
+def blob_bytes(commit: git.Commit, path: str) -> bytes | None:
+    try:
+        return (commit.tree / path).data_stream.read()
+    except KeyError:
+        return None
+
+
+def _diff(rel: str, before: bytes | None, after: bytes | None) -> str:
+    a = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    b = (after or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    text = "".join(difflib.unified_diff(a, b, f"base/{rel}", f"candidate/{rel}"))
+    return text if len(text) <= DIFF_CAP else text[:DIFF_CAP] + "\n[diff cut]\n"
+
+
+def contract_digest(rows: list[dict[str, Any]]) -> str:
+    """The sha256 a maintainer passes to `--accept-contract`: it names every changed path
+    with its before and after content hashes, so accepting one change accepts no other."""
+    items = sorted((r["path"], r["change"], r.get("sha256_before"), r.get("sha256_after"))
+                   for r in rows)
+    return hashlib.sha256(json.dumps(items, separators=(",", ":")).encode()).hexdigest()
 
 
 def blob_text(commit: git.Commit, path: str) -> str | None:
@@ -364,12 +391,29 @@ def contract_changes(repo: git.Repo, commit: git.Commit, root: Path) -> list[dic
             path = root / rel
             new = _labels_or_none(path.read_text(encoding="utf-8", errors="replace"), rel) \
                 if path.is_file() else None
-            if old == new:
-                continue  # the schedule changed, its expectation did not
-            row.update(kind="label", needs_reason=True,
-                       detail=f"label {label_text(old)} -> {label_text(new)}")
+            if old == new:  # the expectation stayed: was the case defused?
+                row.update(kind="corpus-content", needs_reason=True,
+                           detail=f"schedule changed, labels kept ({label_text(new)}); "
+                           "the old form is judged too")
+            else:
+                row.update(kind="label", needs_reason=True,
+                           detail=f"label {label_text(old)} -> {label_text(new)}")
+        elif rel.endswith(".cake") and change == "added":
+            path = root / rel
+            new = _labels_or_none(path.read_text(encoding="utf-8", errors="replace"), rel) \
+                if path.is_file() else None
+            row.update(kind="corpus-added", needs_reason=True,
+                       detail=f"corpus case added (its labels: {label_text(new)})")
         else:
             continue
+        before = blob_bytes(commit, prefix + rel)
+        path = root / rel
+        after = path.read_bytes() if path.is_file() else None
+        row.update(sha256_before=hashlib.sha256(before).hexdigest() if before is not None
+                   else None,
+                   sha256_after=hashlib.sha256(after).hexdigest() if after is not None
+                   else None,
+                   diff=_diff(rel, before, after))
         if row["needs_reason"]:
             row["reason"] = _reason_for(rel, commits, notes)
         out.append(row)

@@ -75,11 +75,15 @@ class PluginChange(_Model):
 
 class ContractChange(_Model):
     path: str
-    kind: Literal["engine", "workload", "label", "corpus-removed"]
+    kind: Literal["engine", "workload", "label", "corpus-removed", "corpus-added",
+                  "corpus-content"]
     change: str
     detail: str
     needs_reason: bool
     reason: str | None = None
+    sha256_before: str | None = None
+    sha256_after: str | None = None
+    diff: str = ""  # unified diff, cut at DIFF_CAP characters
 
 
 class Confusion(_Model):
@@ -264,6 +268,7 @@ class ProposalResult(_Model):
     proposed: list[ProposedFile]
     plugin_changes: list[PluginChange]
     contract_changes: list[ContractChange]
+    contract_digest: str = ""  # what --accept-contract must name; "" with no change
     corpus: CorpusSummary
     rules: list[RuleRow]
     flips: list[Flip]
@@ -296,6 +301,7 @@ class ProposalOptions:
     memory_limit_mb: int = 4096
     cache: bool = True
     require_sandbox: bool = False
+    accept_contract: str | None = None  # the contract digest a maintainer accepted
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

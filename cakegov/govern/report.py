@@ -183,8 +183,10 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
                      if c.change == "changed" else (c.version_after or c.version_before or ""),
                      "problem": c.problem or ""} for c in result.plugin_changes],
         "contract": [{"path": c.path, "kind": c.kind, "change": c.change, "detail": c.detail,
-                      "reason": c.reason or ("none: blocks" if c.needs_reason else "")}
+                      "reason": c.reason or ("none" if c.needs_reason else ""),
+                      "diff": c.diff.splitlines() if level.findings else []}
                      for c in result.contract_changes if c.kind != "engine"][:LIST_CAP],
+        "contract_digest": result.contract_digest,
         "engine_changes": sum(1 for c in result.contract_changes if c.kind == "engine"),
         "rules": rules,
         "motivating": [{"rule": m_.rule, "file": m_.file, "status": m_.status,

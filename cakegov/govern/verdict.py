@@ -287,7 +287,21 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     rows = rule_rows(setup, v)
     motivating = [] if v.candidate_error else motivating_checks(setup, v, rows)
     cost_ = cost(setup, v, rows)
+    digest = changes.contract_digest(setup.contract) if setup.contract else ""
+    accepted = bool(digest) and options.accept_contract == digest
     blocks = blockers(setup, v, plugin, contract, flips_, rows, motivating, cost_)
+    if accepted:  # a maintainer accepted this exact contract change: reasons are moot
+        blocks = [b for b in blocks if b.kind != "contract-change-without-reason"]
+    elif digest:
+        listed = ", ".join(f"{c.path} ({c.kind}, {c.change})" for c in contract[:10])
+        more = f" and {len(contract) - 10} more" if len(contract) > 10 else ""
+        why = (" (the digest given to --accept-contract names another change)"
+               if options.accept_contract else "")
+        blocks.append(Blocker(kind="contract-change", files=[c.path for c in contract],
+                              message=f"the proposal changes the contract it is judged "
+                              f"against: {listed}{more}; a maintainer must review the diffs "
+                              f"and accept exactly this change with --accept-contract "
+                              f"{digest}{why}"))
     missing = None
     if gpu.mode == "require" and not gpu.present:
         missing = f"GPU evidence required (--gpu require) but there is no device: {gpu.detail}"
@@ -296,6 +310,8 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
     verdict, code = decide(blocks, missing)
     notes = _notes(setup, v, contract) + ([missing] if missing else [])
+    if accepted:
+        notes.append(f"contract change accepted by a maintainer (--accept-contract {digest})")
     kinds = defaultdict(int)
     for f in flips_:
         for item in f.items:
@@ -322,6 +338,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
                  "require_sandbox": options.require_sandbox,
                  "containment": v.containment or containment_for(options.require_sandbox)},
         proposed=setup.proposed, plugin_changes=plugin, contract_changes=contract,
+        contract_digest=digest,
         corpus=CorpusSummary(dirs=setup.corpus_dirs, valid=valid,
                              invalid=len(setup.cases) - valid, external=setup.external,
                              unlabelled=setup.unlabelled, shard=shard,
