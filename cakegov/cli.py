@@ -453,6 +453,9 @@ class GpuMode(StrEnum):
     require = "require"
 
 
+RENDER_INPUT_CAP = 64 * 1024 * 1024
+
+
 @app.command("propose-rule")
 def propose_rule(
     paths: Annotated[list[Path] | None, typer.Argument(help="Proposed plugin files (checks, "
@@ -512,6 +515,41 @@ def propose_rule(
     for line in outcome.lines:
         (err if line.startswith("error:") else out).print(line, markup=False)
     raise typer.Exit(outcome.exit_code)
+
+
+@app.command("render-proposal")
+def render_proposal(
+    source: Annotated[Path, typer.Argument(help="A proposal.json written by propose-rule "
+                      "(for example in an artifact another job produced).")],
+    report_dir: Annotated[Path, typer.Option("--report-dir", help="Where the rendered "
+                          "reports go.")] = Path("rendered"),
+    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md,html,sarif.")]
+    = "md,sarif",
+) -> None:
+    """Validate a proposal result against this engine's schema and render it with this
+    engine's templates: how a trusted job turns an untrusted artifact into the comment and
+    the SARIF it posts, never using Markdown or SARIF the pull request produced."""
+    import json
+
+    from pydantic import ValidationError
+
+    from cakegov.govern.proposal import ProposalResult
+    from cakegov.govern.report import write_reports
+
+    formats = [f.strip() for f in fmt.split(",") if f.strip()]
+    if not formats or any(f not in ("md", "html", "sarif") for f in formats):
+        raise usage_error("--format takes a comma-separated subset of md, html, sarif")
+    try:
+        if source.stat().st_size > RENDER_INPUT_CAP:
+            raise usage_error(f"{source}: over {RENDER_INPUT_CAP} bytes; not a proposal "
+                              "result")
+        data = json.loads(source.read_text(encoding="utf-8"))
+        result = ProposalResult.model_validate(data)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        detail = exc.errors()[0] if isinstance(exc, ValidationError) else exc
+        raise usage_error(f"{source}: not a valid proposal result: {detail}") from None
+    for path in write_reports(result, report_dir, formats):
+        out.print(f"wrote {path}", markup=False)
 
 
 @rules_app.command("list")

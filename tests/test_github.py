@@ -90,9 +90,16 @@ def test_only_the_workflow_run_job_writes_to_pull_requests():
     assert doc["on"]["workflow_run"]["workflows"] == [load(GATE)["name"]]
     assert doc["permissions"] == {}
     steps = doc["jobs"]["comment"]["steps"]
-    assert not [s for s in steps if "checkout" in s.get("uses", "")], \
-        "the trusted job must never check out pull-request code"
-    assert all("python" not in s.get("run", "") for s in steps)
+    checkouts = [s for s in steps if "checkout" in s.get("uses", "")]
+    # Only the default branch (no ref: the workflow_run's own branch) is checked out, to
+    # install the trusted engine; never the pull request's head.
+    assert len(checkouts) == 1 and "ref" not in checkouts[0]["with"]
+    assert checkouts[0]["with"]["persist-credentials"] is False
+    runs = [s.get("run", "") for s in steps]
+    assert any("render-proposal artifact/report/proposal.json" in r or
+               'render-proposal "$json"' in r for r in runs)
+    assert not any("artifact/comment.md" in r or "artifact/report/proposal.md" in r
+                   for r in runs), "the comment is rendered, never taken from the artifact"
 
 
 def _run_scripts() -> list[tuple[str, str, str]]:
@@ -122,7 +129,12 @@ def test_no_untrusted_pull_request_field_reaches_the_gate():
 
 def test_gate_judges_against_the_base_branch_and_uploads_the_report():
     steps = load(GATE)["jobs"]["propose"]["steps"]
-    gate = next(s for s in steps if s.get("uses") == "./.github/actions/cakegov-gate")
+    # The judge is the base commit's action and engine, not the pull request's.
+    gate = next(s for s in steps if s.get("uses") == "./.cakegov-base/.github/actions/cakegov-gate")
+    assert gate["with"]["cakegov-spec"] == "./.cakegov-base"
+    assert gate["with"]["require-sandbox"] == "true"
+    base = next(s for s in steps if s.get("with", {}).get("path") == ".cakegov-base")
+    assert base["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
     assert gate["with"]["base-ref"] == "origin/${{ github.base_ref }}"
     assert gate["with"]["paths"] == "${{ steps.changed.outputs.paths }}"
     assert gate["with"]["report-dir"].startswith("cakegov-artifact/")
@@ -166,10 +178,12 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> tuple[int, dict[str, s
 
 
 def _artifact(tmp_path: Path, pr: str, body: str) -> None:
+    """The artifact's PR number and what the trusted render step wrote from its JSON."""
     (tmp_path / "artifact" / "report").mkdir(parents=True)
     (tmp_path / "artifact" / "pr-number.txt").write_text(pr)
-    (tmp_path / "artifact" / "comment.md").write_text(body)
-    (tmp_path / "artifact" / "report" / "report.sarif").write_text("{}")
+    (tmp_path / "rendered").mkdir()
+    (tmp_path / "rendered" / "proposal.md").write_text(body)
+    (tmp_path / "rendered" / "proposal.sarif").write_text("{}")
 
 
 VALID_BODY = f"{MARKER}\n**eligible for merge**\n"
@@ -191,7 +205,7 @@ def test_comment_job_validates_the_artifact(tmp_path, pr, body, error):
     if error is None:
         assert rc == 0, log
         assert outputs["pr"] == "17"
-        assert outputs["sarif"] == "artifact/report/report.sarif"
+        assert outputs["sarif"] == "rendered/proposal.sarif"
         assert "repos/o/r/pulls/17" in (tmp_path / "gh-calls.txt").read_text()
     else:
         assert rc == 1
@@ -221,7 +235,7 @@ def test_comment_job_updates_one_marked_comment(tmp_path, existing, method):
     assert calls[0].startswith("api --paginate repos/o/r/issues/17/comments")
     assert MARKER in calls[0]
     target = "repos/o/r/issues/comments/991" if existing else "repos/o/r/issues/17/comments"
-    assert calls[1] == f"api -X {method} {target} -F body=@artifact/comment.md"
+    assert calls[1] == f"api -X {method} {target} -F body=@rendered/proposal.md"
 
 
 @pytest.mark.parametrize(("rc", "verdict"), [(0, "eligible"), (1, "blocked"),
@@ -285,3 +299,12 @@ def test_gate_proposes_the_changed_plugin_files(tmp_path, change, expected):
     assert rc == 0, log
     assert outputs["paths"].strip() == expected
     assert not (work / "pwned").exists()
+
+
+def test_every_third_party_action_is_pinned_to_a_commit():
+    for path in [*sorted(WORKFLOWS.glob("*.yml")), ACTION]:
+        for line in path.read_text().splitlines():
+            m = re.search(r"uses:\s*([^\s#]+)", line)
+            if m and not m.group(1).startswith("./"):
+                assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", m.group(1)), \
+                    f"{path.name}: {m.group(1)} is not pinned to a commit SHA"

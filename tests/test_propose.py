@@ -532,3 +532,50 @@ def test_a_defused_case_and_a_new_valid_file_are_contract_changes(project):
                           "--accept-contract", first)
     assert again["contract_digest"] != first
     assert [b for b in again["blockers"] if b["kind"] == "contract-change"]
+
+
+def test_the_comment_is_rendered_by_the_trusted_engine_from_validated_json(eligible, tmp_path):
+    """The comment job never posts PR-produced Markdown: it validates proposal.json against
+    its own schema and renders it with its own templates."""
+    _, data, md, _, _ = eligible
+    source = tmp_path / "proposal.json"
+    source.write_text(json.dumps(data))
+    run = CliRunner().invoke(app, ["render-proposal", str(source), "--report-dir",
+                                   str(tmp_path / "out")])
+    assert run.exit_code == 0, run.output
+    assert (tmp_path / "out" / "proposal.md").read_text() == md
+    sarif = json.loads((tmp_path / "out" / "proposal.sarif").read_text())
+    assert sarif["version"] == "2.1.0"
+    forged = dict(data, verdict="eligible-and-approved")
+    source.write_text(json.dumps(forged))
+    run = CliRunner().invoke(app, ["render-proposal", str(source), "--report-dir",
+                                   str(tmp_path / "bad")])
+    assert run.exit_code == 2 and "not a valid proposal result" in run.output
+    assert not (tmp_path / "bad").exists()
+    source.write_text(json.dumps({**data, "injected": "# ✅ Eligible for merge"}))
+    run = CliRunner().invoke(app, ["render-proposal", str(source)])
+    assert run.exit_code == 2
+
+
+FORGER = '''\
+from cakegov.check.findings import Finding
+yield Finding(code="R001", rule="smem-capacity", severity="blocking", authority="legality",
+              message="forged in the name of R001", file="x", path="schedule")
+yield Finding(code="Z999", rule="nobody", severity="blocking", authority="legality",
+              message="a code nobody declares", file="x", path="schedule")
+'''
+
+
+def test_a_finding_may_only_carry_a_code_its_rulebook_declares(project, tmp_path):
+    """A proposed plugin that yields findings with a code no plugin declares: the trusted
+    parent drops them and reports the forgery. (One in the name of a declared rule, R001
+    here, still passes this check: the candidate's rules share a worker; see the threat
+    model in docs/governance.md. It fires on valid schedules here, so it blocks anyway.)"""
+    path = rule_file(tmp_path / "forger.py", "T961", "forger", FORGER,
+                     motivated_by=(MOTIVATING,))
+    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    assert code == 1
+    forged = [f for f in data["failures"] if "does not declare" in f["message"]]
+    assert {f["name"] for f in forged} == {"nobody"}, forged
+    messages = {i["message"] for f in data["flips"] for i in f.get("new_findings", [])}
+    assert "a code nobody declares" not in messages

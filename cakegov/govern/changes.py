@@ -267,6 +267,30 @@ def declared_version(path: Path) -> str | None:
     return None
 
 
+def _literal(path: Path, name: str) -> str | None:
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id == name and \
+                isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return node.value.value
+    return None
+
+
+def declared_rules(rules_dir: Path) -> dict[str, str]:
+    """CODE -> NAME of every check plugin of `rules_dir`, read from the files as literals
+    (nothing imported): the only codes a worker's findings may carry for that rulebook."""
+    out: dict[str, str] = {}
+    for path in sorted((rules_dir / "checks").glob("*.py")):
+        code, name = _literal(path, "CODE"), _literal(path, "NAME")
+        if code and name:
+            out[code] = name
+    return out
+
+
 def stale_lock(rules_dir: Path) -> list[str]:
     """What makes `rules_dir`'s own rulebook.lock wrong for its plugin files, computed in
     the trusted parent from file hashes and literally declared versions (nothing is

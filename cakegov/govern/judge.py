@@ -72,11 +72,40 @@ def _info_key(setup: Setup, side: str) -> str:
     return digest_json({"info": 1, "engine": engine_digest(), "plugins": setup.hashes[side]})
 
 
-def _run(event: dict[str, Any]) -> CaseRun:
+def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseRun:
+    """A worker's result, validated: schema (pydantic), and, with `declared` (the CODE ->
+    NAME pairs the side's plugin files declare), every finding must carry the code and
+    name of a rule of that rulebook, or be an input error of the engine. A finding that
+    claims another rule's code, or a code nobody declares, is dropped and becomes a
+    failure of the rule it came from, so it can never count as a catch."""
     raw = event.get("result")
-    return CaseRun(result=FileResult.model_validate(raw) if raw else None,
+    failures = list(event.get("failures", []))
+    result = None
+    if raw:
+        try:
+            result = FileResult.model_validate(raw)
+        except ValueError as exc:
+            failures.append({"rule": None, "name": "", "file": event.get("file"),
+                             "kind": "crash", "where": "",
+                             "message": f"the worker's result failed validation: {exc}"[:500]})
+    if result is not None and declared is not None:
+        kept = []
+        for f in result.findings:
+            engine_input = f.rule == "input" and f.authority == "input" and \
+                f.code.startswith("E")
+            if engine_input or declared.get(f.code) == f.rule:
+                kept.append(f)
+            else:
+                failures.append({"rule": None, "name": f.rule, "file": result.file,
+                                 "kind": "crash", "where": "",
+                                 "message": (f"a finding claims code {f.code} for rule "
+                                             f"{f.rule!r}, which this rulebook does not "
+                                             "declare: dropped")[:500]})
+        if len(kept) != len(result.findings):
+            result = result.model_copy(update={"findings": tuple(kept)})
+    return CaseRun(result=result,
                    seconds=event.get("seconds"), rule_seconds=event.get("rule_seconds", {}),
-                   failures=event.get("failures", []), skipped=event.get("skipped", []),
+                   failures=failures, skipped=event.get("skipped", []),
                    run_id=event.get("run_id", ""))
 
 
@@ -110,9 +139,10 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> 
         quarantined[side] = out.quarantined
         for f in out.failures:
             failures.append(RuleFailure(side=side, **f))  # type: ignore[arg-type]
+        declared = changes.declared_rules(setup.rules[side])
         for case in need:
             event = out.results.get(case.rel)
-            run = _run(event) if event else CaseRun(result=None)
+            run = _run(event, declared) if event else CaseRun(result=None)
             run.run_id = run_id
             runs[side][case.rel] = run
             for f in run.failures:
