@@ -42,6 +42,8 @@ app.add_typer(rules_app, name="rules")
 audit_app = typer.Typer(help="Inspect, verify, export and replay the audit ledger.",
                         no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
+corpus_app = typer.Typer(help="The labelled corpus.", no_args_is_help=True)
+app.add_typer(corpus_app, name="corpus")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -550,6 +552,36 @@ def render_proposal(
         raise usage_error(f"{source}: not a valid proposal result: {detail}") from None
     for path in write_reports(result, report_dir, formats):
         out.print(f"wrote {path}", markup=False)
+
+
+@corpus_app.command("manifest")
+def corpus_manifest(
+    check: Annotated[bool, typer.Option("--check", help="Verify instead of writing: exit 1 "
+                     "when corpus/MANIFEST.json does not describe the files.")] = False,
+) -> None:
+    """Write corpus/MANIFEST.json (every case's sha256 and labels, every workload's
+    sha256), or verify it with --check."""
+    from cakegov.check.lock import atomic_write
+    from cakegov.corpus import manifest
+
+    root = project_root()
+    if root is None:
+        raise usage_error("not inside a cakegov project (no rules/checks and corpus/)")
+    corpus = root / "corpus"
+    if check:
+        found = manifest.problems(corpus)
+        if found:
+            for line in found:
+                err.print(line, markup=False)
+            raise typer.Exit(EXIT_REJECTED)
+        data = manifest.build(corpus)
+        out.print(f"manifest ok: {len(data['cases'])} cases, {len(data['workloads'])} "
+                  "workload files", markup=False)
+        return
+    data = manifest.build(corpus)
+    atomic_write(corpus / manifest.MANIFEST_NAME, manifest.render(data))
+    out.print(f"wrote {corpus / manifest.MANIFEST_NAME}: {len(data['cases'])} cases",
+              markup=False)
 
 
 @rules_app.command("list")
