@@ -579,3 +579,16 @@ def test_a_finding_may_only_carry_a_code_its_rulebook_declares(project, tmp_path
     assert {f["name"] for f in forged} == {"nobody"}, forged
     messages = {i["message"] for f in data["flips"] for i in f.get("new_findings", [])}
     assert "a code nobody declares" not in messages
+
+
+def test_a_defused_case_whose_rule_is_deleted_is_a_lost_catch(project):
+    """Defuse a labelled invalid case in place (label kept), delete the rule that caught
+    it: the case is also judged in its base form, where the candidate now misses it."""
+    path = project / "corpus" / "invalid" / "gemm" / "smem_over_capacity.cake"
+    path.write_text(path.read_text().replace("stages=8", "stages=2"))
+    (project / "rules" / "checks" / "smem-capacity.py").unlink()
+    code, data, _ = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1
+    lost = [b for b in data["blockers"] if b["kind"] == "lost-catch"]
+    assert lost and "corpus/invalid/gemm/smem_over_capacity.cake (base version)" in \
+        lost[0]["files"], data["blockers"]

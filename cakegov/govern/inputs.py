@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cakegov.check.runner import expand_paths
-from cakegov.corpus.labels import LabelError, Labels, read_label_file
+from cakegov.corpus.labels import LabelError, Labels, read_label_file, read_labels
 from cakegov.govern import changes
 from cakegov.govern.cache import plugin_hashes, sha256_bytes
 from cakegov.govern.proposal import ProposalOptions, ProposedFile
@@ -89,6 +89,33 @@ def _case(path: Path, root: Path, external: bool = False) -> Case | None:
                 external)
 
 
+OLD_FORM = " (base version)"
+
+
+def _old_forms(contract: list[dict], commit, prefix: str, into: Path) -> list[Case]:
+    """Each labelled invalid case that the proposal changed or removed, in its base form:
+    judged like any case, so that a case defused in place (or deleted) and then left
+    uncaught by the candidate shows as a lost catch."""
+    out: list[Case] = []
+    for row in contract:
+        if row["kind"] not in ("corpus-content", "label", "corpus-removed"):
+            continue
+        data = changes.blob_bytes(commit, prefix + row["path"])
+        if data is None:
+            continue
+        try:
+            labels = read_labels(data.decode("utf-8"), row["path"])
+        except (LabelError, UnicodeDecodeError):
+            continue
+        if labels.clean:
+            continue
+        path = into / row["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        out.append(Case(row["path"] + OLD_FORM, path.resolve(), sha256_bytes(data), labels))
+    return out
+
+
 def prepare(options: ProposalOptions, tmp: Path) -> Setup:
     """Base and candidate rulebook directories, the corpus, the contract changes."""
     root = options.root.resolve()
@@ -155,6 +182,9 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
                 if case is not None:
                     cases[case.rel] = case
                     external.append(case.rel)
+    contract = changes.contract_changes(repo, base.commit, root)
+    for case in _old_forms(contract, base.commit, f"{prefix}/" if prefix else "", tmp / "old"):
+        cases[case.rel] = case
     ordered = [cases[k] for k in sorted(cases)]
     total = len(ordered)
     if options.shard is not None:
@@ -168,7 +198,7 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         hashes=hashes, mode=mode, proposed=proposed, workloads=root / "corpus" / "workloads",
         corpus_dirs=[_rel(d, root) for d in dirs], cases=ordered, total=total,
         unlabelled=sorted(unlabelled), external=sorted(external), base_lock=base_lock,
-        head=head, dirty=dirty, contract=changes.contract_changes(repo, base.commit, root),
+        head=head, dirty=dirty, contract=contract,
         motivating=motivating,
         lock_problems=changes.stale_lock(cand_rules) if mode == "working-tree" else [])
 

@@ -404,7 +404,8 @@ def _bwrap_command(exe: str, job: Job, files: list[tuple[str, str]], spec: Path,
     dev = ["--dev-bind", "/dev", "/dev"] if job.mode == "evidence" and job.gpu.get("run") \
         else ["--dev", "/dev"]
     needed = [str(job.rules), str(job.workloads), str(spec.parent),
-              sys.prefix, sys.base_prefix, sys.exec_prefix, _package_parent(),
+              sys.prefix, sys.base_prefix, sys.exec_prefix,
+              str(Path(_package_parent()) / "cakegov"),  # the engine, not its repository
               *(str(Path(p).parent) for _, p in files)]
     cmd = [exe, *_BWRAP_BASE, "--ro-bind", "/", "/", *dev, "--proc", "/proc",
            "--tmpfs", "/tmp", *_binds(needed), *_mask_checkout(job), "--chdir", "/tmp",
