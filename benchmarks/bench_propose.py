@@ -50,6 +50,7 @@ def main() -> int:
 
     cakegov = str(Path(sys.executable).with_name("cakegov"))
     cold, cached, check = [], [], []
+    contained: dict[str, list[float]] = {}
     codes = set()
     with tempfile.TemporaryDirectory(prefix="bench-propose-") as tmp:
         for i in range(args.repeat):
@@ -64,6 +65,12 @@ def main() -> int:
             cached.append(t)
             t, _ = timed([cakegov, "check", "--preview", "-f", "json", "corpus"], env, args.root)
             check.append(t)
+            for mode in ("bwrap", "fallback"):  # cold runs under each containment
+                menv = dict(env, CAKEGOV_CACHE_DIR=str(Path(tmp) / f"cache-{i}-{mode}"),
+                            CAKEGOV_CONTAINMENT=mode)
+                t, mcode = timed(cmd, menv, args.root)
+                if mcode in (0, 1):
+                    contained.setdefault(mode, []).append(t)
     c, w, k = (statistics.median(x) for x in (cold, cached, check))
     schedules = sum(1 for p in (args.root / "corpus").rglob("*.cake"))
     rows = [
@@ -79,10 +86,18 @@ def main() -> int:
     print(f"{'':32} {'wall':>8}  {'vs cached':>22}  {'vs check':>12}  target")
     for name, t, vs_cached, vs_check, verdict, target in rows:
         print(f"{name:32} {t:7.2f}s  {vs_cached:>22}  {vs_check:>12}  {target} {verdict}")
+    for mode, times in sorted(contained.items()):
+        m = statistics.median(times)
+        print(f"{'propose-rule, cold, ' + mode:32} {m:7.2f}s  "
+              f"{f'{m / c:.2f}x the default cold run':>22}")
+    if "bwrap" in contained and "fallback" in contained:
+        ratio = statistics.median(contained["bwrap"]) / statistics.median(contained["fallback"])
+        print(f"sandboxed (bwrap) vs unsandboxed fallback, cold: {ratio:.2f}x "
+              "(target: the gate stays within 2x of an uncontained cold run)")
     if args.json:
         args.json.write_text(json.dumps({
             "schedules": schedules, "cpus": os.cpu_count(), "jobs": args.jobs,
-            "cold_s": cold, "cached_s": cached, "check_s": check,
+            "cold_s": cold, "cached_s": cached, "check_s": check, "contained_s": contained,
             "cold_target_s": COLD_TARGET_S, "cached_target_s": CACHED_TARGET_S}, indent=2)
             + "\n")
     return 0 if c <= COLD_TARGET_S and w <= CACHED_TARGET_S else 1
