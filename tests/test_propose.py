@@ -592,3 +592,27 @@ def test_a_defused_case_whose_rule_is_deleted_is_a_lost_catch(project):
     lost = [b for b in data["blockers"] if b["kind"] == "lost-catch"]
     assert lost and "corpus/invalid/gemm/smem_over_capacity.cake (base version)" in \
         lost[0]["files"], data["blockers"]
+
+
+NAME_MATCHER = '''\
+if ctx.schedule.name == "scale_handoff_foreign_fragment":  # overfit: the file, line 20
+    for site in ctx.calls():
+        if site.call.span is not None and site.call.span.line == 20:
+            yield ctx.finding(site.call, "recognised by name")
+            break
+'''
+
+
+def test_a_catch_that_does_not_survive_renaming_is_blocked(project, tmp_path, eligible):
+    """A rule that recognises the caught file (here by its function name) instead of the
+    defect fires on none of the renamed variants; the example rule fires on all."""
+    note = next(n for n in eligible[1]["notes"] if n.startswith("generalisation:"))
+    assert note.startswith("generalisation: R020 on ") and "fires on 2 of 2" in note
+    path = rule_file(tmp_path / "fragment-owner.py", "R020", "fragment-owner", NAME_MATCHER,
+                     motivated_by=(MOTIVATING,))
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    assert code == 1
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "does-not-generalise"]
+    assert blocker["files"] == [MOTIVATING] and "none of its 2 renamed variants" in \
+        blocker["message"]
+    assert "recognises the file, not the defect" in md

@@ -25,10 +25,18 @@ from typing import Any
 from cakegov.check.findings import FileResult, Finding
 from cakegov.corpus.labels import blind
 from cakegov.govern import changes, evidence
-from cakegov.govern.cache import ResultCache, default_dir, digest_json, engine_digest, tree_digest
+from cakegov.govern.cache import (
+    ResultCache,
+    default_dir,
+    digest_json,
+    engine_digest,
+    sha256_bytes,
+    tree_digest,
+)
 from cakegov.govern.inputs import Case, Setup
 from cakegov.govern.isolate import Job, JobOutput, run_job
 from cakegov.govern.proposal import Flip, FlipItem, GpuInfo, ProposalOptions, RuleFailure
+from cakegov.govern.variants import variants
 
 SIDES = ("base", "candidate")
 
@@ -59,6 +67,8 @@ class Verdicts:
     workers: int
     cached_runs: set[str]
     containment: str | None = None  # what kept the plugins in (isolate.JobOutput)
+    # new-catch case -> {"codes", "fired", "total"}: how many renamed variants it still fires on
+    generalisation: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 # ---- running -------------------------------------------------------------------------
@@ -165,10 +175,63 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> 
                         containment=next((o.containment for o in outputs.values()
                                           if o.containment), None))
     if verdicts.candidate_error is None:
+        verdicts.generalisation = _generalisation(setup, options, verdicts)
+    if verdicts.candidate_error is None:
         verdicts.evidence = evidence.gather(
             _evidence_targets(setup, verdicts, wl), setup.workloads, setup.root, gpu,
             options.jobs, cache, require_sandbox=options.require_sandbox)
     return verdicts
+
+
+def _generalisation(setup: Setup, options: ProposalOptions, v: Verdicts
+                    ) -> dict[str, dict[str, Any]]:
+    """For each new catch, check renamed variants of the caught schedule (variants.py) with
+    the candidate rulebook, contained like every other run: a rule that recognises the
+    file rather than the defect fires on none of them."""
+    wanted: dict[str, set[tuple[str, int]]] = {}
+    for flip in flips(setup, v):
+        items = {(i.code, i.line or 0) for i in flip.items if i.kind == "new_catch" and i.code}
+        if items:
+            wanted[flip.file] = items
+    if not wanted:
+        return {}
+    by_rel = {c.rel: c for c in setup.cases}
+    out: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="cakegov-variants-") as tmp:
+        cases: list[Case] = []
+        owner: dict[str, str] = {}
+        for rel, items in sorted(wanted.items()):
+            case = by_rel.get(rel)
+            text = case.path.read_text(encoding="utf-8", errors="replace") if case else ""
+            found = variants(text)
+            out[rel] = {"codes": sorted({c for c, _ in items}), "fired": 0,
+                        "total": len(found)}
+            for k, variant in enumerate(found, 1):
+                path = Path(tmp) / f"variant-{len(cases):05d}.cake"
+                path.write_text(variant, encoding="utf-8")
+                vrel = f"{rel} (variant {k})"
+                cases.append(Case(vrel, path, sha256_bytes(variant.encode()), case.labels))
+                owner[vrel] = rel
+        if not cases:
+            return out
+        aliases = _blinded(cases, Path(tmp) / "blind")
+        job = Job(side="candidate", mode="check", rules=setup.rules["candidate"],
+                  workloads=setup.workloads, root=setup.root,
+                  files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in cases],
+                  time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb,
+                  require_sandbox=options.require_sandbox)
+        result = run_job(job)
+    back = {alias: rel for rel, (alias, _) in aliases.items()}
+    declared = changes.declared_rules(setup.rules["candidate"])
+    for alias, event in result.results.items():
+        vrel = back.get(alias)
+        if vrel is None:
+            continue
+        run = _run(_unalias(event, back), declared)
+        rel = owner[vrel]
+        if run.result is not None and wanted[rel] <= counted(run.result):
+            out[rel]["fired"] += 1
+    return out
 
 
 def _evidence_targets(setup: Setup, v: Verdicts, wl: str) -> list[evidence.Target]:
@@ -202,6 +265,7 @@ def _blinded(cases: list[Case], tmp: Path) -> dict[str, tuple[str, Path]]:
     """Plugin code sees each case under a neutral name (`case-00001.cake`: no `valid/` or
     `invalid/` directory, no file name), its comments, labels and docstrings blanked to
     spaces (labels.blind): lines and columns are those of the original."""
+    tmp.mkdir(parents=True, exist_ok=True)
     out: dict[str, tuple[str, Path]] = {}
     for i, case in enumerate(sorted(cases, key=lambda c: c.rel), 1):
         alias = f"case-{i:05d}.cake"

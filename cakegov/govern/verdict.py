@@ -287,9 +287,18 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     rows = rule_rows(setup, v)
     motivating = [] if v.candidate_error else motivating_checks(setup, v, rows)
     cost_ = cost(setup, v, rows)
+    blocks_extra: list[Blocker] = []
+    for rel, g in sorted(v.generalisation.items()):
+        if g["total"] and not g["fired"]:
+            blocks_extra.append(Blocker(
+                kind="does-not-generalise", files=[rel], rule=", ".join(g["codes"]),
+                message=f"{', '.join(g['codes'])} catches {rel} but none of its "
+                f"{g['total']} renamed variants (the same schedule with every bound name "
+                "respelled): the rule recognises the file, not the defect"))
     digest = changes.contract_digest(setup.contract) if setup.contract else ""
     accepted = bool(digest) and options.accept_contract == digest
     blocks = blockers(setup, v, plugin, contract, flips_, rows, motivating, cost_)
+    blocks += blocks_extra
     if accepted:  # a maintainer accepted this exact contract change: reasons are moot
         blocks = [b for b in blocks if b.kind != "contract-change-without-reason"]
     elif digest:
@@ -310,6 +319,10 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
     verdict, code = decide(blocks, missing)
     notes = _notes(setup, v, contract) + ([missing] if missing else [])
+    for rel, g in sorted(v.generalisation.items()):
+        notes.append(f"generalisation: {', '.join(g['codes'])} on {rel} fires on "
+                     f"{g['fired']} of {g['total']} renamed variant(s); fixed variants "
+                     "are not derived yet")
     if accepted:
         notes.append(f"contract change accepted by a maintainer (--accept-contract {digest})")
     kinds = defaultdict(int)
