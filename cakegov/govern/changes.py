@@ -255,16 +255,7 @@ def declared_version(path: Path) -> str | None:
             if value is None and isinstance(table, dict):
                 value = table.get("version")
         return value if isinstance(value, str) else None
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name) and node.targets[0].id == "VERSION" and \
-                isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            return node.value.value
-    return None
+    return _literal(path, "VERSION")
 
 
 def _literal(path: Path, name: str) -> str | None:
