@@ -496,7 +496,8 @@ def propose_rule(
     """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible
     for merge, 1 blocked, 2 usage or input error, 3 required evidence unavailable."""
     from cakegov.govern.changes import ProposalInputError
-    from cakegov.govern.proposal import ProposalOptions, execute, parse_shard
+    from cakegov.govern.models import ProposalOptions, parse_shard
+    from cakegov.govern.proposal import execute
     from cakegov.govern.report import FORMATS
 
     root = project_root()
@@ -535,7 +536,7 @@ def render_proposal(
 
     from pydantic import ValidationError
 
-    from cakegov.govern.proposal import ProposalResult
+    from cakegov.govern.models import ProposalResult
     from cakegov.govern.report import write_reports
 
     formats = [f.strip() for f in fmt.split(",") if f.strip()]

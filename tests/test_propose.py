@@ -18,7 +18,7 @@ from cakegov.corpus.labels import read_labels
 from cakegov.govern import changes
 from cakegov.govern.inputs import Case
 from cakegov.govern.judge import classify
-from cakegov.govern.proposal import ProposalResult
+from cakegov.govern.models import ProposalResult
 from cakegov.govern.report import COMMENT_BYTES, COMMENT_LIMIT, MARKER, render_markdown
 from cakegov.ir.nodes import Span
 

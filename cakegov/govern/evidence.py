@@ -18,7 +18,7 @@ from typing import Any
 from cakegov.check.findings import FileResult
 from cakegov.govern.cache import ResultCache
 from cakegov.govern.isolate import Job, run_job
-from cakegov.govern.proposal import Evidence, EvidenceItem, GpuInfo
+from cakegov.govern.models import Evidence, EvidenceItem, GpuInfo
 
 EVIDENCE_LIMIT_S = 180.0
 GPU_EVIDENCE_LIMIT_S = 600.0

@@ -18,7 +18,7 @@ from cakegov.check.runner import expand_paths
 from cakegov.corpus.labels import LabelError, Labels, read_label_file, read_labels
 from cakegov.govern import changes
 from cakegov.govern.cache import plugin_hashes, sha256_bytes
-from cakegov.govern.proposal import ProposalOptions, ProposedFile
+from cakegov.govern.models import ProposalOptions, ProposedFile
 
 
 @dataclass(frozen=True)

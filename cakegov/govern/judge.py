@@ -35,7 +35,7 @@ from cakegov.govern.cache import (
 )
 from cakegov.govern.inputs import Case, Setup
 from cakegov.govern.isolate import Job, JobOutput, run_job
-from cakegov.govern.proposal import Flip, FlipItem, GpuInfo, ProposalOptions, RuleFailure
+from cakegov.govern.models import Flip, FlipItem, GpuInfo, ProposalOptions, RuleFailure
 from cakegov.govern.variants import variants
 
 SIDES = ("base", "candidate")

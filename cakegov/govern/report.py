@@ -24,7 +24,7 @@ from cakegov.check.findings import FileResult, Finding
 from cakegov.check.lock import atomic_write
 from cakegov.check.render_sarif import render_sarif
 from cakegov.check.render_text import render_finding
-from cakegov.govern.proposal import COST_MIN_SCHEDULES, Confusion, ProposalResult, RuleRow
+from cakegov.govern.models import COST_MIN_SCHEDULES, Confusion, ProposalResult, RuleRow
 from cakegov.ir.parse import source_lines
 
 MARKER = "<!-- cakegov-proposal -->"

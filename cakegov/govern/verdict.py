@@ -11,7 +11,7 @@ from cakegov.govern.cache import digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Setup
 from cakegov.govern.isolate import containment_for
 from cakegov.govern.judge import SIDES, CaseRun, Verdicts, counted, flips
-from cakegov.govern.proposal import (
+from cakegov.govern.models import (
     BLOCKING_FLIPS,
     COST_FLOOR_MS,
     COST_LIMIT,
