@@ -567,16 +567,18 @@ yield Finding(code="Z999", rule="nobody", severity="blocking", authority="legali
 
 
 def test_a_finding_may_only_carry_a_code_its_rulebook_declares(project, tmp_path):
-    """A proposed plugin that yields findings with a code no plugin declares: the trusted
-    parent drops them and reports the forgery. (One in the name of a declared rule, R001
-    here, still passes this check: the candidate's rules share a worker; see the threat
-    model in docs/governance.md. It fires on valid schedules here, so it blocks anyway.)"""
+    """A proposed plugin that yields findings in another rule's name (R001) or with a code
+    no plugin declares: the worker drops them as spoken in another rule's name, and the
+    trusted parent independently drops any code its rulebook does not declare."""
     path = rule_file(tmp_path / "forger.py", "T961", "forger", FORGER,
                      motivated_by=(MOTIVATING,))
     code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
     assert code == 1
-    forged = [f for f in data["failures"] if "does not declare" in f["message"]]
-    assert {f["name"] for f in forged} == {"nobody"}, forged
+    # The worker drops both findings, as spoken in another rule's name; the R001 one no
+    # longer reaches the parent at all.
+    forged = [f for f in data["failures"] if "another rule's name" in f["message"]]
+    assert forged and all(f["rule"] == "T961" for f in forged), data["failures"]
+    assert "R001/smem-capacity" in forged[0]["message"]
     messages = {i["message"] for f in data["flips"] for i in f.get("new_findings", [])}
     assert "a code nobody declares" not in messages
 
@@ -616,3 +618,23 @@ def test_a_catch_that_does_not_survive_renaming_is_blocked(project, tmp_path, el
     assert blocker["files"] == [MOTIVATING] and "none of its 2 renamed variants" in \
         blocker["message"]
     assert "recognises the file, not the defect" in md
+
+
+def test_the_parent_drops_codes_its_rulebook_does_not_declare():
+    """The worker is untrusted too: a result naming an undeclared code, or a declared code
+    under another rule's name, is dropped by the parent and becomes a failure."""
+    from cakegov.govern.judge import _run
+
+    def finding(code, rule, authority="legality"):
+        return {"code": code, "rule": rule, "severity": "blocking", "authority": authority,
+                "message": "m", "file": "x.cake", "path": "schedule"}
+
+    event = {"file": "x.cake", "result": {
+        "file": "x.cake", "verdict": "rejected",
+        "findings": [finding("R001", "smem-capacity"), finding("R001", "impostor"),
+                     finding("Z999", "nobody"), finding("E101", "input", "input")]}}
+    run = _run(event, {"R001": "smem-capacity"})
+    assert [(f.code, f.rule) for f in run.result.findings] == [("R001", "smem-capacity"),
+                                                              ("E101", "input")]
+    assert len(run.failures) == 2 and all("does not declare" in f["message"]
+                                          for f in run.failures)

@@ -127,6 +127,12 @@ class Monitor:
         if bad:
             self.fail(rule, file, "crash", f"yielded {bad[0]} instead of a Finding")
             out = []
+        foreign = sorted({f"{f.code}/{f.rule}" for f in out
+                          if (f.code, f.rule) != (rule.code, rule.name)})
+        if foreign:  # a rule speaks only in its own name (the parent checks codes again)
+            self.fail(rule, file, "crash", f"yielded a finding in another rule's name "
+                      f"({', '.join(foreign[:3])}); dropped")
+            out = [f for f in out if (f.code, f.rule) == (rule.code, rule.name)]
         self.rule_seconds[rule.code] = self.rule_seconds.get(rule.code, 0.0) + (
             perf_counter() - start)
         self.current = None
