@@ -195,6 +195,21 @@ def _generalisation(setup: Setup, options: ProposalOptions, v: Verdicts
             wanted[flip.file] = items
     if not wanted:
         return {}
+    key = digest_json({"generalisation": 1, "engine": engine_digest(),
+                       "plugins": setup.hashes["candidate"],
+                       "cases": sorted((rel, sorted(items), next(
+                           (c.sha256 for c in setup.cases if c.rel == rel), ""))
+                           for rel, items in wanted.items())})
+    hit = v.cache.get(key)
+    if hit is not None and isinstance(hit.get("out"), dict):
+        return hit["out"]
+    out = _run_variants(setup, options, wanted)
+    v.cache.put(key, {"out": out})
+    return out
+
+
+def _run_variants(setup: Setup, options: ProposalOptions,
+                  wanted: dict[str, set[tuple[str, int]]]) -> dict[str, dict[str, Any]]:
     by_rel = {c.rel: c for c in setup.cases}
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="cakegov-variants-") as tmp:
