@@ -74,6 +74,9 @@ class Job:
     step_limit_s: float | None = None  # evidence: seconds per schedule
     require_sandbox: bool = False  # refuse to run plugins without bwrap
     containment: str = "auto"  # "auto" (bwrap when it works), "bwrap" or "fallback"
+    # trusted.py: "record" (codes whose calls the candidate run reports), "stubs" and
+    # "replay" (the trusted run's stand-ins and their data), "excluded_targets"
+    replay: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -96,7 +99,10 @@ def _spec(job: Job, files: list[tuple[str, str]], skip: list[str],
             "workloads": paths.get("workloads", str(job.workloads)),
             "root": paths.get("root", str(job.root)), "files": files,
             "time_limit_s": job.time_limit_s, "memory_limit_mb": job.memory_limit_mb,
-            "skip_rules": skip, "gpu": job.gpu, "load_limit_s": LOAD_LIMIT_S}
+            "skip_rules": skip, "gpu": job.gpu, "load_limit_s": LOAD_LIMIT_S,
+            **{k: job.replay[k] for k in ("record", "stubs", "replay", "excluded_targets",
+                                        "excluded_primitives")
+               if k in job.replay}}
 
 
 def _package_parent() -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 from cakegov.check.findings import FileResult, Finding
 from cakegov.corpus.labels import blind
-from cakegov.govern import changes, evidence
+from cakegov.govern import changes, evidence, trusted
 from cakegov.govern.cache import (
     ResultCache,
     default_dir,
@@ -51,6 +51,9 @@ class CaseRun:
     failures: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     run_id: str = ""
+    # candidate side (trusted.py): "trusted" when recomputed without proposed code,
+    # "proposed" when only the contained candidate run could compute it
+    source: str = trusted.TRUSTED
 
 
 @dataclass
@@ -69,6 +72,8 @@ class Verdicts:
     containment: str | None = None  # what kept the plugins in (isolate.JobOutput)
     # new-catch case -> {"codes", "fired", "total"}: how many renamed variants it still fires on
     generalisation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # case -> why the contained candidate run disagrees with the trusted recomputation
+    divergent: dict[str, list[str]] = field(default_factory=dict)
 
 
 # ---- running -------------------------------------------------------------------------
@@ -116,7 +121,9 @@ def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseR
     return CaseRun(result=result,
                    seconds=event.get("seconds"), rule_seconds=event.get("rule_seconds", {}),
                    failures=failures, skipped=event.get("skipped", []),
-                   run_id=event.get("run_id", ""))
+                   run_id=event.get("run_id", ""),
+                   source=trusted.PROPOSED if event.get("source") == trusted.PROPOSED
+                   else trusted.TRUSTED)
 
 
 def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> Verdicts:
@@ -161,19 +168,23 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> 
         raise changes.ProposalInputError(
             f"the base rulebook at {setup.base.ref} does not load with this engine: "
             f"{errors['base']}")
+    divergent: dict[str, list[str]] = {}
+    if need and errors.get("candidate") is None and "candidate" in outputs:
+        divergent = _recompute(setup, options, need, outputs["candidate"], runs["candidate"])
     for case in need:
         pair = [runs[s][case.rel] for s in SIDES]
-        if all(r.result is not None and not r.failures and not r.skipped for r in pair):
+        if case.rel not in divergent and all(
+                r.result is not None and not r.failures and not r.skipped for r in pair):
             for s, r in zip(SIDES, pair, strict=True):
                 cache.put(_keys(setup, s, case, wl), {
                     "result": r.result.model_dump(mode="json") if r.result else None,
                     "seconds": r.seconds, "rule_seconds": r.rule_seconds,
-                    "run_id": run_id})
+                    "run_id": run_id, "source": r.source})
     verdicts = Verdicts(info=info, runs=runs, candidate_error=errors.get("candidate"),
                         failures=failures, quarantined=quarantined, evidence={},
                         cache=cache, workers=workers, cached_runs=cached_runs,
                         containment=next((o.containment for o in outputs.values()
-                                          if o.containment), None))
+                                          if o.containment), None), divergent=divergent)
     if verdicts.candidate_error is None:
         verdicts.generalisation = _generalisation(setup, options, verdicts)
     if verdicts.candidate_error is None:
@@ -181,6 +192,122 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> 
             _evidence_targets(setup, verdicts, wl), setup.workloads, setup.root, gpu,
             options.jobs, cache, require_sandbox=options.require_sandbox)
     return verdicts
+
+
+def _recompute(setup: Setup, options: ProposalOptions, need: list[Case],
+               candidate: JobOutput, runs: dict[str, CaseRun]) -> dict[str, list[str]]:
+    """Replace each candidate result by its trusted recomputation (trusted.py) and return,
+    per case, how the contained candidate run disagreed with it."""
+    declared = changes.declared_rules(setup.rules["candidate"])
+    with tempfile.TemporaryDirectory(prefix="cakegov-trusted-") as tmp:
+        plan = trusted.prepare(setup.rules["base"], setup.hashes, candidate.info, Path(tmp))
+        if plan is None:
+            return {}
+        todo = [c for c in need if runs[c.rel].result is not None]
+        aliases = _blinded(todo, Path(tmp) / "blind")
+        replay = {aliases[c.rel][0]: _replay_data(candidate.results.get(c.rel, {}),
+                                                  plan.stubs, aliases[c.rel][0])
+                  for c in todo}
+        n = max(1, min(options.jobs, len(todo)))
+        by_size = sorted(todo, key=lambda c: (-c.path.stat().st_size, c.rel))
+        jobs = [Job(side="candidate", mode="check", rules=plan.rules,
+                    workloads=setup.workloads, root=setup.root,
+                    files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in chunk],
+                    time_limit_s=options.time_limit_s,
+                    memory_limit_mb=options.memory_limit_mb,
+                    require_sandbox=options.require_sandbox,
+                    replay={"stubs": plan.stubs, "excluded_targets": plan.targets,
+                            "excluded_primitives": plan.primitives,
+                            "replay": {aliases[c.rel][0]: replay[aliases[c.rel][0]]
+                                       for c in chunk}})
+                for chunk in (by_size[i::n] for i in range(n)) if chunk]
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            outs = list(pool.map(run_job, jobs))
+    back = {alias: rel for rel, (alias, _) in aliases.items()}
+    events: dict[str, dict[str, Any]] = {}
+    for out in outs:
+        if out.load_error:
+            raise changes.ProposalInputError(
+                f"the trusted rulebook (the base's copies of the plugins the proposal keeps) "
+                f"does not load: {out.load_error}")
+        for alias, event in out.results.items():
+            if alias in back:
+                events[back[alias]] = _unalias(event, back)
+    divergent: dict[str, list[str]] = {}
+    for case in todo:
+        contained, event = runs[case.rel], events.get(case.rel)
+        if event is None:
+            divergent[case.rel] = ["the trusted recomputation gave no result"]
+            continue
+        mine = _run(event, declared)
+        why = _needs_proposed(event, mine, contained)
+        if why:
+            contained.source = trusted.PROPOSED
+            continue
+        reasons = list(event.get("divergence") or []) + _differences(contained, mine)
+        if reasons:
+            divergent[case.rel] = reasons[:10]
+        assert contained.result is not None and mine.result is not None
+        contained.result = mine.result  # the trusted one counts; timings stay paired
+        contained.failures += mine.failures
+    return divergent
+
+
+def _replay_data(event: dict[str, Any], stubs: list[dict[str, Any]], alias: str
+                 ) -> dict[str, list[list[dict[str, Any]]]]:
+    """The recorded calls of the proposed rules on one schedule, validated: each finding
+    must parse and speak in its own rule's code and name (others are dropped, as the
+    contained run's result dropped them)."""
+    calls = event.get("calls") if isinstance(event.get("calls"), dict) else {}
+    out: dict[str, list[list[dict[str, Any]]]] = {}
+    for stub in stubs:
+        raw = calls.get(stub["code"])
+        if not isinstance(raw, list):
+            continue
+        kept: list[list[dict[str, Any]]] = []
+        for call in raw[:64]:
+            found = []
+            for item in call if isinstance(call, list) else []:
+                try:
+                    f = Finding.model_validate(item)
+                except ValueError:
+                    continue
+                if (f.code, f.rule) == (stub["code"], stub["name"]):
+                    found.append({**f.model_dump(mode="json"), "file": alias})
+            kept.append(found)
+        out[stub["code"]] = kept
+    return out
+
+
+def _needs_proposed(event: dict[str, Any], mine: CaseRun, contained: CaseRun) -> str:
+    """Why this schedule's result can only come from proposed code ("" when it can not)."""
+    if event.get("uses_proposed"):
+        return str(event["uses_proposed"])[:200]
+    t, c = mine.result, contained.result
+    if t is not None and c is not None and t.verdict == "error" and c.verdict != "error" \
+            and any(f.authority == "input" for f in t.findings):
+        return "it parses only with a proposed plugin"
+    return ""
+
+
+def _differences(contained: CaseRun, mine: CaseRun) -> list[str]:
+    """How the contained candidate result differs from the trusted one."""
+    c, t = contained.result, mine.result
+    if c is None or t is None:
+        return ["the trusted recomputation gave no result"]
+    out = []
+    if c.verdict != t.verdict:
+        out.append(f"verdict {t.verdict} (trusted) but {c.verdict} (contained run)")
+    ours, theirs = {_sig(f) for f in t.findings}, {_sig(f) for f in c.findings}
+    for f in t.findings:
+        if _sig(f) not in theirs:
+            out.append(f"{f.code} ({f.rule}) at line {f.span.line if f.span else 0} is "
+                       "missing from the contained run")
+    for f in c.findings:
+        if _sig(f) not in ours:
+            out.append(f"{f.code} ({f.rule}) at line {f.span.line if f.span else 0} appears "
+                       "only in the contained run")
+    return out
 
 
 def _generalisation(setup: Setup, options: ProposalOptions, v: Verdicts
@@ -318,8 +445,11 @@ def _launch_blind(setup: Setup, options: ProposalOptions, need: list[Case],
                    root=setup.root,
                    files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in files],
                    time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb,
-                   require_sandbox=options.require_sandbox)
+                   require_sandbox=options.require_sandbox,
+                   replay={"record": ["*"]} if side == "candidate" and record else {})
 
+    # what every rule yields on every call, for the trusted recomputation's stand-ins
+    record = bool(trusted.proposed_files(setup.hashes["base"], setup.hashes["candidate"]))
     tasks: list[Job] = []
     if need:
         by_size = sorted(need, key=lambda c: (-c.path.stat().st_size, c.rel))
@@ -419,7 +549,8 @@ def flips(setup: Setup, v: Verdicts) -> list[Flip]:
             verdict_after=after.verdict, kinds=sorted({i.kind for i in items}), items=items,
             new_findings=[f for f in after.findings if _sig(f) not in old],
             removed_findings=[f for f in before.findings if _sig(f) not in new],
-            evidence=evidence.evidence_of(case.rel, before, after, v.evidence)))
+            evidence=evidence.evidence_of(case.rel, before, after, v.evidence),
+            source=v.runs["candidate"][case.rel].source))
     return out
 
 

@@ -131,6 +131,9 @@ class Flip(_Model):
     new_findings: list[Finding] = Field(default_factory=list)
     removed_findings: list[Finding] = Field(default_factory=list)
     evidence: Evidence
+    # where the candidate result came from: "trusted" (recomputed without proposed code,
+    # govern/trusted.py) or "proposed" (the schedule needs a proposed primitive or target)
+    source: Literal["trusted", "proposed"] = "trusted"
 
 
 class RuleFailure(_Model):

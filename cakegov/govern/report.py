@@ -144,6 +144,8 @@ def _flip_view(result: ProposalResult, root: Path | None, level: Level,
                 ("GPU run", ev.gpu.status, ev.gpu.detail),
             ] if level.evidence else [],
             "accepted_by": ev.accepted_by or "neither",
+            "source": "computed by proposed code (it uses a proposed primitive or target)"
+            if flip.source == "proposed" else "recomputed by trusted code",
         })
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from cakegov.govern import changes
+from cakegov.govern import changes, trusted
 from cakegov.govern.cache import digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Setup
 from cakegov.govern.isolate import containment_for
@@ -184,6 +184,16 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
                                message=f"{c.path}: {c.detail}, with no stated reason: add a "
                                "`Reason:` line to the commit message or an entry naming the "
                                f"file to {changes.CHANGE_NOTES}"))
+    if v.divergent:
+        files = sorted(v.divergent)
+        first = "; ".join(v.divergent[files[0]][:3])
+        out.append(Blocker(
+            kind="untrusted-divergence", files=files,
+            message=f"with the proposed code loaded, the candidate run disagrees with the "
+            f"trusted recomputation (the base's copies of the unchanged plugins, the proposed "
+            f"rules' findings replayed as data) on {plural(len(files), 'schedule', 'schedules')}"
+            f": proposed code changed what code it does not own reported; first, on "
+            f"{files[0]}: {first}"))
     names = {r.code: r.name for r in rows}
     grouped: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     for flip in flips_:
@@ -266,6 +276,13 @@ def _notes(setup: Setup, v: Verdicts, contract: list[ContractChange]) -> list[st
     if missing:
         notes.append(f"base: no result for {len(missing)} schedule(s), not compared: "
                      + ", ".join(missing[:5]))
+    proposed = sorted(c.rel for c in setup.cases
+                      if v.runs["candidate"][c.rel].source == trusted.PROPOSED)
+    if proposed:
+        notes.append(f"{plural(len(proposed), 'candidate result', 'candidate results')} "
+                     "came from proposed code (the schedule uses a proposed primitive or "
+                     "target, so no trusted recomputation exists): " + ", ".join(proposed[:5])
+                     + (f" and {len(proposed) - 5} more" if len(proposed) > 5 else ""))
     if setup.unlabelled:
         notes.append(f"{len(setup.unlabelled)} schedule(s) without a `# expect:` label were "
                      f"not judged: {', '.join(setup.unlabelled[:5])}")

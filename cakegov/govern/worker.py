@@ -69,8 +69,9 @@ class Monitor:
     """Wraps every rule's `check`: progress, time limit, failures, per-rule time."""
 
     def __init__(self, emit: Callable[[dict[str, Any]], None], limit_s: float,
-                 rules_dir: Path, skip: set[str]):
+                 rules_dir: Path, skip: set[str], record: frozenset[str] = frozenset()):
         self.emit = emit
+        self.record = record  # codes whose every call's findings are reported (trusted.py)
         self.limit_s = limit_s
         self.rules_dir = rules_dir
         self.quarantined = set(skip)
@@ -81,6 +82,7 @@ class Monitor:
         self.failures: list[dict[str, Any]] = []
         self.skipped: list[str] = []
         self.rule_seconds: dict[str, float] = {}
+        self.calls: dict[str, list[list[dict[str, Any]]]] = {}
 
     def wrap(self, rule: Any) -> Any:
         inner = rule.check
@@ -96,9 +98,17 @@ class Monitor:
                               "kind": kind, "message": message, "where": where})
 
     def run(self, rule: Any, ctx: Any, inner: Callable[[Any], Iterator[Any]]) -> list[Any]:
+        file = ctx._base.file  # engine side: the rule API does not expose it
+        out = self._run(rule, ctx, inner, file)
+        if rule.code in self.record or "*" in self.record:
+            self.calls.setdefault(rule.code, []).append(
+                [f.model_dump(mode="json") for f in out])
+        return out
+
+    def _run(self, rule: Any, ctx: Any, inner: Callable[[Any], Iterator[Any]], file: str
+             ) -> list[Any]:
         from cakegov.check.findings import Finding
 
-        file = ctx._base.file  # engine side: the rule API does not expose it
         if rule.code in self.quarantined:
             self.skipped.append(rule.code)
             return []
@@ -173,18 +183,30 @@ def _limit_memory(megabytes: int) -> None:
 
 
 def check_files(job: dict[str, Any], book: Any, workloads: Any, proto: Protocol) -> None:
+    from cakegov.check.rulebook import PHASES
     from cakegov.check.runner import Checker
+    from cakegov.govern.trusted import Replayer
 
     rules_dir = Path(job["rules"]).resolve()
     monitor = Monitor(proto.emit, float(job["time_limit_s"]), rules_dir,
-                      set(job.get("skip_rules", ())))
-    wrapped = dataclasses.replace(book, rules=tuple(monitor.wrap(r) for r in book.rules))
+                      set(job.get("skip_rules", ())), frozenset(job.get("record", ())))
+    replayer = Replayer(job.get("stubs", []), job.get("replay", {}))
+    rules = sorted([*book.rules, *replayer.rules],  # the order Rulebook.load gives
+                   key=lambda r: (PHASES.index(r.phase), r.category == "protocol", r.code))
+    wrapped = dataclasses.replace(book, rules=tuple(monitor.wrap(r) for r in rules))
     checker = Checker(wrapped, workloads, preview=True)
+    excluded = set(job.get("excluded_targets", ()))
+    primitives = bool(job.get("excluded_primitives"))
     for rel, path in job["files"]:
         monitor.reset()
+        replayer.begin(rel)
         proto.emit({"ev": "file", "file": rel})
         data = Path(path).read_bytes()
         start = perf_counter()
+        uses = _uses_excluded(checker, data, excluded, primitives)
+        if uses:
+            proto.emit({"ev": "result", "file": rel, "result": None, "uses_proposed": uses})
+            continue
         try:
             result = checker.check_bytes(data, rel)
         except RuleTimeout:  # the alarm fired between a rule's end and its disarm
@@ -198,7 +220,30 @@ def check_files(job: dict[str, Any], book: Any, workloads: Any, proto: Protocol)
             "result": result.model_dump(mode="json") if result is not None else None,
             "seconds": seconds, "rule_seconds": monitor.rule_seconds,
             "failures": monitor.failures, "skipped": sorted(set(monitor.skipped)),
+            "calls": monitor.calls, "divergence": replayer.finish(rel),
         })
+
+
+def _uses_excluded(checker: Any, data: bytes, targets: set[str], primitives: bool) -> str:
+    """Why a schedule needs a plugin the trusted run lacks: its target's file is proposed,
+    or (when the proposal changes or adds a primitive) it calls a primitive or method the
+    trusted rulebook does not have. "" when the trusted run can check it."""
+    if not targets and not primitives:
+        return ""
+    from cakegov.ir.errors import InputError
+    from cakegov.ir.parse import parse_bytes
+
+    try:
+        schedule = parse_bytes(data, checker.vocabulary)
+    except InputError:
+        return ""
+    if schedule.target in targets:
+        return f"its target {schedule.target} is proposed"
+    missing = sorted({u.name for u in schedule.unresolved
+                      if u.what == "primitive" or u.what.startswith("method of")})
+    if primitives and missing:
+        return f"it calls {', '.join(missing[:3])}, which only a proposed primitive defines"
+    return ""
 
 
 def _compile(rel: str, data: bytes, book: Any, workloads: Any) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""The trusted recomputation (cakegov/govern/trusted.py): unchanged rules never share a
+process with proposed code, and a candidate result that needs proposed code is marked."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cakegov.govern import trusted
+
+from .test_propose import EXAMPLE, project, propose, rule_file, template  # noqa: F401
+
+DROP_R005 = '''
+import cakegov.check.runner as _runner
+
+_inner = _runner.Checker._run
+
+
+def _quiet(rules, ctx, findings, file):
+    _inner(rules, ctx, findings, file)
+    findings[:] = [f for f in findings if f.code != "R005"]
+
+
+_runner.Checker._run = staticmethod(_quiet)
+'''
+
+
+def _bump(path: Path, patch: str) -> None:
+    text = path.read_text()
+    major, minor, micro = re.search(r'VERSION = "(\d+)\.(\d+)\.(\d+)"', text).groups()
+    text = text.replace(f'VERSION = "{major}.{minor}.{micro}"',
+                        f'VERSION = "{major}.{minor}.{int(micro) + 1}"')
+    path.write_text(text + patch)
+
+
+def test_a_rule_that_silences_an_unchanged_rule_is_blocked(project, tmp_path):  # noqa: F811
+    """At import, the proposed rule wraps the engine so that R005's findings vanish. In the
+    contained run they do; the trusted recomputation (no proposed code loaded) still has
+    them, so the candidate keeps its catch and the proposal is blocked as divergent."""
+    path = rule_file(tmp_path / "quiet-r005.py", "R090", "quiet-r005", "return\nyield\n")
+    path.write_text(path.read_text() + DROP_R005)  # module level: it runs at import
+    code, data, md = propose(str(path), "--no-record")
+    assert code == 1
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "untrusted-divergence"]
+    assert blocker["files"] == ["corpus/invalid/scale/threads_over_limit.cake"]
+    assert "R005" in blocker["message"] and "missing from the contained run" in \
+        blocker["message"]
+    # the trusted result counts: the catch is not lost
+    assert not any(i["kind"] == "lost_catch" for f in data["flips"] for i in f["items"])
+    assert "disagrees with the trusted recomputation" in md
+
+
+def test_a_primitive_patching_the_engine_is_caught_on_schedules_that_do_not_use_it(project):  # noqa: F811
+    """A proposed primitive runs contained as a whole; schedules that do not use it are
+    recomputed by trusted code and must agree, so its patch shows as a divergence."""
+    path = project / "rules" / "primitives" / "sync_cta.py"
+    _bump(path, DROP_R005)
+    code, data, _ = propose(str(path), "--no-record")
+    assert code == 1
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "untrusted-divergence"]
+    assert blocker["files"] == ["corpus/invalid/scale/threads_over_limit.cake"]
+    [note] = [n for n in data["notes"] if "came from proposed code" in n]
+    assert note.startswith("1 candidate result came from proposed code")
+    assert "corpus/valid/scale/manual_init_elected_use.cake" in note
+
+
+def test_an_honest_primitive_change_marks_only_its_users(project):  # noqa: F811
+    path = project / "rules" / "primitives" / "sync_cta.py"
+    _bump(path, "\n# reworded, same behaviour\n")
+    code, data, _ = propose(str(path), "--no-record")
+    assert not [b for b in data["blockers"] if b["kind"] == "untrusted-divergence"]
+    assert code == 0, data["blockers"]
+    [note] = [n for n in data["notes"] if "came from proposed code" in n]
+    assert "manual_init_elected_use.cake" in note and "threads_over_limit" not in note
+
+
+def test_an_honest_rule_is_recomputed_by_trusted_code(project):  # noqa: F811
+    code, data, md = propose(EXAMPLE, "--no-record")
+    assert code == 0, data["blockers"]
+    assert [f["source"] for f in data["flips"]] == ["trusted"]
+    assert "candidate result recomputed by trusted code" in md
+    assert not any("came from proposed code" in n for n in data["notes"])
+
+
+def test_the_trusted_rulebook_holds_only_unchanged_plugins(tmp_path):
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    for d, files in ((base, {"checks/a.py": "A", "checks/b.py": "B", "targets/t.toml": "T"}),
+                     (cand, {"checks/a.py": "A", "checks/b.py": "B2", "checks/c.py": "C",
+                             "targets/t.toml": "T2"})):
+        for rel, text in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+    from cakegov.govern.cache import plugin_hashes
+
+    hashes = {"base": plugin_hashes(base), "candidate": plugin_hashes(cand)}
+    info = {"rules": [
+        {"code": "X002", "name": "b", "version": "1.0.0", "severity": "blocking",
+         "authority": "legality", "category": "test", "status": "stable", "phase": "main",
+         "relpath": "checks/b.py", "sha256": "", "doc": ""},
+        {"code": "X001", "name": "a", "version": "1.0.0", "severity": "blocking",
+         "authority": "legality", "category": "test", "status": "stable", "phase": "main",
+         "relpath": "checks/a.py", "sha256": "", "doc": ""},  # unchanged: no stand-in
+        {"code": "bad", "relpath": "checks/c.py"},  # not loadable: dropped
+    ]}
+    plan = trusted.prepare(base, hashes, info, tmp_path / "t")
+    assert plan is not None
+    assert plan.proposed == ["checks/b.py", "checks/c.py", "targets/t.toml"]
+    assert sorted(p.relative_to(plan.rules).as_posix() for p in plan.rules.rglob("*.*")) \
+        == ["checks/a.py"]
+    assert (plan.rules / "checks/a.py").read_text() == "A"
+    assert [s["code"] for s in plan.stubs] == ["X002"] and plan.targets == ["t"]
+    same = {"base": hashes["base"], "candidate": hashes["base"]}
+    assert trusted.prepare(base, same, info, tmp_path / "u") is None
