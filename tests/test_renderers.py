@@ -23,7 +23,7 @@ from .samples import SCALE
 
 SCHEMA_PATH = ROOT / "docs" / "findings.schema.json"
 # The official OASIS SARIF 2.1.0 schema (errata01), vendored unchanged.
-SARIF_SCHEMA_PATH = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
+SARIF_SCHEMA_PATH = ROOT / "cakegov" / "check" / "schemas" / "sarif-schema-2.1.0.json"
 OVER = CORPUS / "invalid" / "gemm" / "smem_over_capacity.cake"
 
 
@@ -265,3 +265,17 @@ def test_fingerprint_separates_different_findings():
     assert fingerprint(base) != fingerprint(finding(span, resource="b_s"))
     assert fingerprint(base) != fingerprint(finding(span, code="R002"))
     assert fingerprint(base) != fingerprint(finding(span, file="y.cake"))
+
+
+def test_a_sarif_document_that_breaks_the_schema_is_never_written():
+    """The renderer validates every document against the vendored SARIF 2.1.0 schema
+    before returning it, so nothing invalid reaches a file or code scanning."""
+    from cakegov.check.render_sarif import sarif_problems
+
+    good = {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "cakegov"}},
+                                          "results": []}]}
+    assert sarif_problems(good) == []
+    bad = {"version": "2.1.0", "runs": [{"tool": {"driver": {}}, "results": [
+        {"message": {"text": "x"}, "level": "fatal"}]}]}
+    problems = sarif_problems(bad)
+    assert any("name" in p for p in problems) and any("level" in p for p in problems)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from cakegov import __version__
@@ -123,4 +125,27 @@ def render_sarif(results: list[FileResult], rulebook: Rulebook, root: Path | Non
             "columnKind": "unicodeCodePoints",
         }],
     }
+    problems = sarif_problems(doc)
+    if problems:  # a renderer bug: never write (or upload) a document code scanning rejects
+        raise SarifInvalid("; ".join(problems[:5]))
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+class SarifInvalid(Exception):
+    """A SARIF document that does not validate against the SARIF 2.1.0 schema."""
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json")
+                        .read_text(encoding="utf-8"))
+    return jsonschema.Draft4Validator(schema)
+
+
+def sarif_problems(doc: Any) -> list[str]:
+    """Where `doc` violates the OASIS SARIF 2.1.0 schema (vendored in schemas/; empty when
+    it validates)."""
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"[:300]
+            for e in sorted(_validator().iter_errors(doc), key=lambda e: list(e.path))]
