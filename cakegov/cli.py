@@ -489,8 +489,9 @@ def propose_rule(
     require_sandbox: Annotated[bool, typer.Option("--require-sandbox", help="Refuse to run "
                                "rule plugins unless the bwrap sandbox works.")] = False,
     accept_contract: Annotated[str | None, typer.Option("--accept-contract", help="The "
-                               "contract digest (sha256) of a reviewed change to the corpus, "
-                               "workloads or engine, as the report prints it; any other "
+                               "contract digest (sha256, or its first 32 or more hex digits) of "
+                               "a reviewed change to the corpus, workloads or engine, as the "
+                               "report prints it; any other "
                                "contract change still blocks.")] = None,
 ) -> None:
     """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible

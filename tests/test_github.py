@@ -308,3 +308,41 @@ def test_every_third_party_action_is_pinned_to_a_commit():
             if m and not m.group(1).startswith("./"):
                 assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", m.group(1)), \
                     f"{path.name}: {m.group(1)} is not pinned to a commit SHA"
+
+
+@pytest.mark.parametrize(("labels", "digest"), [
+    ('["bug", "cakegov-accept-' + "ab" * 16 + '"]', "ab" * 16),
+    ('["cakegov-accept-' + "ab" * 15 + '"]', ""),  # too short: not an acceptance
+    ('["cakegov-accept-' + "AB" * 16 + '"]', ""),  # not lower-case hex
+    ('["cakegov-accept-$(touch pwned)"]', ""),
+    ("[]", ""),
+], ids=["accepted", "short", "upper", "hostile", "none"])
+def test_a_maintainer_label_is_the_only_way_to_accept_a_contract(tmp_path, labels, digest):
+    step = _step(GATE, "A contract change a maintainer accepted", job="propose")
+    rc, outputs, log = _bash(step["run"], tmp_path, {"LABELS": labels})
+    assert rc == 0, log
+    assert outputs["digest"] == digest
+    assert not (tmp_path / "pwned").exists()
+    gate = _step(GATE, "Judge the proposal", job="propose")
+    assert gate["with"]["accept-contract"] == "${{ steps.accept.outputs.digest }}"
+
+
+def test_the_action_passes_only_a_hex_acceptance(tmp_path):
+    _stub(tmp_path / "bin", "cakegov", 'printf "%s\\n" "$@" > argv.txt\n')
+    step = _step(ACTION, "cakegov propose-rule")
+    env = {"BASE_REF": "", "PATHS": "", "GPU": "off", "REPORT_DIR": "out", "FORMATS": "md"}
+    for given, passed in (("cd" * 16, True), ("--no-cache", False), ("cd" * 15, False)):
+        code, _, log = _bash(step["run"], tmp_path, {**env, "ACCEPT": given})
+        assert code == 0, log
+        argv = (tmp_path / "argv.txt").read_text().splitlines()
+        assert (["--accept-contract", given] == argv[1:3]) is passed, argv
+
+
+def test_a_digest_prefix_accepts_only_its_own_contract():
+    from cakegov.govern.changes import accepts
+
+    digest = "0123456789abcdef" * 4
+    assert accepts(digest, digest) and accepts(digest[:32], digest)
+    assert accepts(digest[:32].upper(), digest)
+    assert not accepts(digest[:31], digest) and not accepts("", digest)
+    assert not accepts(None, digest) and not accepts("f" * 32, digest)

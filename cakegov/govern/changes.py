@@ -123,6 +123,16 @@ def _diff(rel: str, before: bytes | None, after: bytes | None) -> str:
     return text if len(text) <= DIFF_CAP else text[:DIFF_CAP] + "\n[diff cut]\n"
 
 
+ACCEPT_PREFIX = 32  # hex digits: 128 bits, what fits in a GitHub label
+
+
+def accepts(given: str | None, digest: str) -> bool:
+    """Whether `given` (from --accept-contract) names this contract digest: the whole
+    digest, or at least its first ACCEPT_PREFIX hex digits (a label holds 50 characters)."""
+    given = (given or "").strip().lower()
+    return len(given) >= ACCEPT_PREFIX and digest.startswith(given)
+
+
 def contract_digest(rows: list[dict[str, Any]]) -> str:
     """The sha256 a maintainer passes to `--accept-contract`: it names every changed path
     with its before and after content hashes, so accepting one change accepts no other."""

@@ -313,7 +313,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
                 f"{g['total']} renamed variants (the same schedule with every bound name "
                 "respelled): the rule recognises the file, not the defect"))
     digest = changes.contract_digest(setup.contract) if setup.contract else ""
-    accepted = bool(digest) and options.accept_contract == digest
+    accepted = bool(digest) and changes.accepts(options.accept_contract, digest)
     blocks = blockers(setup, v, plugin, contract, flips_, rows, motivating, cost_)
     blocks += blocks_extra
     if accepted:  # a maintainer accepted this exact contract change: reasons are moot
@@ -327,7 +327,8 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
                               message=f"the proposal changes the contract it is judged "
                               f"against: {listed}{more}; a maintainer must review the diffs "
                               f"and accept exactly this change with --accept-contract "
-                              f"{digest}{why}"))
+                              f"{digest} (in the GitHub gate: the pull request label "
+                              f"cakegov-accept-{digest[:changes.ACCEPT_PREFIX]}){why}"))
     missing = None
     if gpu.mode == "require" and not gpu.present:
         missing = f"GPU evidence required (--gpu require) but there is no device: {gpu.detail}"
