@@ -218,7 +218,7 @@ def _run_variants(setup: Setup, options: ProposalOptions,
         for rel, items in sorted(wanted.items()):
             case = by_rel.get(rel)
             text = case.path.read_text(encoding="utf-8", errors="replace") if case else ""
-            found = variants(text)
+            found = [v.text for v in variants(text) if v.kind == "rename"]  # lines stay
             out[rel] = {"codes": sorted({c for c, _ in items}), "fired": 0,
                         "total": len(found)}
             for k, variant in enumerate(found, 1):
