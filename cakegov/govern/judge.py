@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cakegov.check.findings import FileResult, Finding
+from cakegov.check.repair import apply_edits
 from cakegov.corpus.labels import blind
 from cakegov.govern import changes, evidence, trusted
 from cakegov.govern.cache import (
@@ -36,7 +37,7 @@ from cakegov.govern.cache import (
 from cakegov.govern.inputs import Case, Setup
 from cakegov.govern.isolate import Job, JobOutput, run_job
 from cakegov.govern.models import Flip, FlipItem, GpuInfo, ProposalOptions, RuleFailure
-from cakegov.govern.variants import variants
+from cakegov.govern.variants import KINDS, variants
 
 SIDES = ("base", "candidate")
 
@@ -70,7 +71,9 @@ class Verdicts:
     workers: int
     cached_runs: set[str]
     containment: str | None = None  # what kept the plugins in (isolate.JobOutput)
-    # new-catch case -> {"codes", "fired", "total"}: how many renamed variants it still fires on
+    # new-catch case -> {"codes", "fired", "total", "dropped", "kinds", "fixed"}: on how
+    # many semantics-preserving variants (per kind) and trusted fixed variants it fires
+    # (judge._run_variants)
     generalisation: dict[str, dict[str, Any]] = field(default_factory=dict)
     # case -> why the contained candidate run disagrees with the trusted recomputation
     divergent: dict[str, list[str]] = field(default_factory=dict)
@@ -312,9 +315,11 @@ def _differences(contained: CaseRun, mine: CaseRun) -> list[str]:
 
 def _generalisation(setup: Setup, options: ProposalOptions, v: Verdicts
                     ) -> dict[str, dict[str, Any]]:
-    """For each new catch, check renamed variants of the caught schedule (variants.py) with
-    the candidate rulebook, contained like every other run: a rule that recognises the
-    file rather than the defect fires on none of them."""
+    """For each new catch, check semantics-preserving variants of the caught schedule
+    (variants.py) and its fixed variants with both rulebooks, contained like every other
+    run: a rule that recognises the file rather than the defect fires on none of the
+    former, and a rule that recognises something other than the defect may fire on the
+    latter (see `_run_variants`)."""
     wanted: dict[str, set[tuple[str, int]]] = {}
     for flip in flips(setup, v):
         items = {(i.code, i.line or 0) for i in flip.items if i.kind == "new_catch" and i.code}
@@ -322,58 +327,156 @@ def _generalisation(setup: Setup, options: ProposalOptions, v: Verdicts
             wanted[flip.file] = items
     if not wanted:
         return {}
-    key = digest_json({"generalisation": 1, "engine": engine_digest(),
-                       "plugins": setup.hashes["candidate"],
+    wl = tree_digest(setup.workloads, ("*.py",)) if setup.workloads.is_dir() else ""
+    key = digest_json({"generalisation": 2, "engine": engine_digest(),
+                       "plugins": {s: setup.hashes[s] for s in SIDES}, "workloads": wl,
                        "cases": sorted((rel, sorted(items), next(
                            (c.sha256 for c in setup.cases if c.rel == rel), ""))
                            for rel, items in wanted.items())})
     hit = v.cache.get(key)
     if hit is not None and isinstance(hit.get("out"), dict):
         return hit["out"]
-    out = _run_variants(setup, options, wanted)
+    out = _run_variants(setup, options, v, wanted)
     v.cache.put(key, {"out": out})
     return out
 
 
-def _run_variants(setup: Setup, options: ProposalOptions,
+FIXES_PER_SIDE = 8  # machine fixes taken from one side's findings on one case
+FIXED_GROWTH = 4096  # characters a fix may add to a schedule
+
+
+@dataclass
+class _Derived:
+    """One derived schedule to check: a variant of a caught case, or a fixed version."""
+
+    rel: str  # the caught case
+    kind: str  # a variants.KINDS entry, or "fixed"
+    text: str
+    lines: dict[int, int] = field(default_factory=dict)
+
+
+def _fixed_texts(text: str, results: list[FileResult | None]) -> list[str]:
+    """`text` with each machine-applicable fix that a finding in `results` carries applied
+    (fixes of the base and of the candidate: both only propose; the base rulebook decides
+    which to trust). A fix whose edits do not apply is left out."""
+    out: list[str] = []
+    for result in results:
+        fixes = [x for f in (result.findings if result else ()) for x in f.fixes
+                 if x.applicability == "machine" and x.edits][:FIXES_PER_SIDE]
+        for fix in fixes:
+            try:
+                fixed = apply_edits(text, fix.edits)
+            except (IndexError, ValueError):
+                continue
+            if fixed != text and fixed not in out and len(fixed) <= len(text) + FIXED_GROWTH:
+                out.append(fixed)
+    return out
+
+
+def _equivalent(before: FileResult, after: FileResult, lines: dict[int, int]) -> bool:
+    """The base rulebook judges a variant as it judged the original: the same verdict and
+    the same counted findings, each at the line its original line moved to."""
+    moved = {(code, lines.get(line, line)) for code, line in counted(before)}
+    return after.verdict == before.verdict and counted(after) == moved
+
+
+def _run_variants(setup: Setup, options: ProposalOptions, v: Verdicts,
                   wanted: dict[str, set[tuple[str, int]]]) -> dict[str, dict[str, Any]]:
+    """Check every derived schedule of every caught case with both rulebooks: one job per
+    side, side by side. Then, per case:
+    - a semantics-preserving variant counts when the trusted base rulebook judges it as it
+      judged the original (a rewrite that changed what the base sees, e.g. a smaller tile
+      that no longer overflows shared memory, is dropped); it *fires* when the candidate
+      finds every caught (code, line), at the line that line moved to;
+    - a fixed variant counts (is trusted) when the base rulebook rejected the original
+      and accepts the fixed text (verdict clean); it *fires* when the candidate still
+      reports a caught code anywhere on it, and *fails* when the candidate gives no result
+      or a rule fails on it that did not fail on the base side (a rule that crashed there
+      would otherwise escape the check)."""
     by_rel = {c.rel: c for c in setup.cases}
+    derived: list[_Derived] = []
+    for rel in sorted(wanted):
+        case = by_rel.get(rel)
+        text = case.path.read_text(encoding="utf-8", errors="replace") if case else ""
+        derived += [_Derived(rel, d.kind, d.text, d.lines) for d in variants(text)]
+        results = [v.runs[s][rel].result if rel in v.runs[s] else None for s in SIDES]
+        derived += [_Derived(rel, "fixed", t) for t in _fixed_texts(text, results)]
+    return _tally(wanted, v, derived, _check_derived(setup, options, derived, by_rel))
+
+
+def _tally(wanted: dict[str, set[tuple[str, int]]], v: Verdicts, derived: list[_Derived],
+           checked: list[dict[str, CaseRun]]) -> dict[str, dict[str, Any]]:
+    """Per caught case: the variants that count and fire, per kind, and the fixed ones."""
     out: dict[str, dict[str, Any]] = {}
+    for rel, items in sorted(wanted.items()):
+        out[rel] = {"codes": sorted({c for c, _ in items}), "fired": 0, "total": 0,
+                    "dropped": 0, "kinds": {k: {"fired": 0, "total": 0} for k in KINDS},
+                    "fixed": {"derived": 0, "total": 0, "fired": 0, "failed": 0}}
+    for d, runs in zip(derived, checked, strict=True):
+        g, items = out[d.rel], wanted[d.rel]
+        original = v.runs["base"][d.rel].result if d.rel in v.runs["base"] else None
+        base, cand = runs["base"].result, runs["candidate"]
+        if d.kind == "fixed":
+            g["fixed"]["derived"] += 1
+            if original is None or original.verdict != "rejected" or base is None or \
+                    base.verdict != "clean":
+                continue
+            g["fixed"]["total"] += 1
+            codes = {c for c, _ in items}
+            base_failed = {f.get("rule") for f in runs["base"].failures}
+            if cand.result is None or any(f.get("rule") not in base_failed
+                                          for f in cand.failures):
+                g["fixed"]["failed"] += 1
+            elif any(c in codes for c, _ in counted(cand.result)):
+                g["fixed"]["fired"] += 1
+            continue
+        if original is None or base is None or not _equivalent(original, base, d.lines):
+            g["dropped"] += 1
+            continue
+        kind = g["kinds"][d.kind]
+        kind["total"] += 1
+        g["total"] += 1
+        moved = {(c, d.lines.get(line, line)) for c, line in items}
+        if cand.result is not None and moved <= counted(cand.result):
+            kind["fired"] += 1
+            g["fired"] += 1
+    return out
+
+
+def _check_derived(setup: Setup, options: ProposalOptions, derived: list[_Derived],
+                   by_rel: dict[str, Case]) -> list[dict[str, CaseRun]]:
+    """Each derived schedule checked by both rulebooks (blinded, contained), in order."""
+    empty = {s: CaseRun(result=None) for s in SIDES}
+    if not derived:
+        return []
     with tempfile.TemporaryDirectory(prefix="cakegov-variants-") as tmp:
         cases: list[Case] = []
-        owner: dict[str, str] = {}
-        for rel, items in sorted(wanted.items()):
-            case = by_rel.get(rel)
-            text = case.path.read_text(encoding="utf-8", errors="replace") if case else ""
-            found = variants(text)
-            out[rel] = {"codes": sorted({c for c, _ in items}), "fired": 0,
-                        "total": len(found)}
-            for k, variant in enumerate(found, 1):
-                path = Path(tmp) / f"variant-{len(cases):05d}.cake"
-                path.write_text(variant, encoding="utf-8")
-                vrel = f"{rel} (variant {k})"
-                cases.append(Case(vrel, path, sha256_bytes(variant.encode()), case.labels))
-                owner[vrel] = rel
-        if not cases:
-            return out
+        for i, d in enumerate(derived):
+            path = Path(tmp) / f"derived-{i:05d}.cake"
+            path.write_text(d.text, encoding="utf-8")
+            cases.append(Case(f"{d.rel} ({d.kind} {i})", path, sha256_bytes(d.text.encode()),
+                              by_rel[d.rel].labels))
         aliases = _blinded(cases, Path(tmp) / "blind")
-        job = Job(side="candidate", mode="check", rules=setup.rules["candidate"],
-                  workloads=setup.workloads, root=setup.root,
-                  files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in cases],
-                  time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb,
-                  require_sandbox=options.require_sandbox)
-        result = run_job(job)
+        jobs = [Job(side=side, mode="check", rules=setup.rules[side],
+                    workloads=setup.workloads, root=setup.root,
+                    files=[(aliases[c.rel][0], str(aliases[c.rel][1])) for c in cases],
+                    time_limit_s=options.time_limit_s,
+                    memory_limit_mb=options.memory_limit_mb,
+                    require_sandbox=options.require_sandbox) for side in SIDES]
+        with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), options.jobs))) as pool:
+            outputs = dict(zip(SIDES, pool.map(run_job, jobs), strict=True))
     back = {alias: rel for rel, (alias, _) in aliases.items()}
-    declared = changes.declared_rules(setup.rules["candidate"])
-    for alias, event in result.results.items():
-        vrel = back.get(alias)
-        if vrel is None:
-            continue
-        run = _run(_unalias(event, back), declared)
-        rel = owner[vrel]
-        if run.result is not None and wanted[rel] <= counted(run.result):
-            out[rel]["fired"] += 1
-    return out
+    runs: dict[str, dict[str, CaseRun]] = {s: {} for s in SIDES}
+    for side, output in outputs.items():
+        declared = changes.declared_rules(setup.rules[side])
+        for alias, event in output.results.items():
+            if alias in back:
+                runs[side][back[alias]] = _run(_unalias(event, back), declared)
+        for f in output.failures:  # a kill: the schedule it was checking has no result
+            name = back.get(str(f.get("file")))
+            if name is not None and name in runs[side]:
+                runs[side][name].failures.append(f)
+    return [{s: runs[s].get(c.rel, empty[s]) for s in SIDES} for c in cases]
 
 
 def _evidence_targets(setup: Setup, v: Verdicts, wl: str) -> list[evidence.Target]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from typing import Any
 
 from cakegov.govern import changes, trusted
 from cakegov.govern.cache import digest_json, engine_digest, tree_digest
@@ -296,6 +297,70 @@ def plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+def _kind_counts(g: dict[str, Any]) -> str:
+    """`rename 2/2, reorder 1/1, ...`: fired/total per variant kind that applied."""
+    parts = [f"{kind} {c['fired']}/{c['total']}" for kind, c in g["kinds"].items()
+             if c["total"]]
+    return ", ".join(parts) or "none applied"
+
+
+# Variants that differ from the original only in spelling and declaration order: a rule
+# that reasons about the defect finds it on every one of them, at the line it moved to.
+EXACT_KINDS = ("rename", "reorder")
+
+
+def generalisation_blockers(v: Verdicts) -> list[Blocker]:
+    """`does-not-generalise`, per new catch: its rule fires on none of the caught
+    schedule's semantics-preserving variants, or misses one that is only respelled or
+    reordered (it recognises the file: its names, its hash, its layout); or it fires on a
+    trusted fixed variant (it fires on the repaired schedule too). Stage, tile and
+    raw-barrier variants count towards the first condition only: a smaller tile or one
+    stage more can remove a defect that depends on them, and pipeline rules may report the
+    raw form of a defect at another line."""
+    out = []
+    for rel, g in sorted(v.generalisation.items()):
+        codes = ", ".join(g["codes"])
+        exact = [g["kinds"][k] for k in EXACT_KINDS]
+        missed = sum(c["total"] - c["fired"] for c in exact)
+        if g["total"] and not g["fired"]:
+            out.append(Blocker(
+                kind="does-not-generalise", files=[rel], rule=codes,
+                message=f"{codes} catches {rel} but none of its {g['total']} "
+                f"semantics-preserving variants ({_kind_counts(g)}: the same schedule "
+                "with its names respelled, its declarations reordered, its stage count or "
+                "tile changed, its pipelines written as raw barriers): the rule recognises "
+                "the file, not the defect"))
+        elif missed:
+            out.append(Blocker(
+                kind="does-not-generalise", files=[rel], rule=codes,
+                message=f"{codes} catches {rel} but misses {missed} of its "
+                f"{sum(c['total'] for c in exact)} renamed or reordered variants "
+                f"({_kind_counts(g)}), which differ from it only in spelling and "
+                "declaration order: the rule recognises the file, not the defect"))
+        fixed = g["fixed"]
+        if fixed["fired"] or fixed["failed"]:
+            how = f"still fires on {fixed['fired']}"
+            if fixed["failed"]:
+                how += f" and fails on {fixed['failed']}"
+            out.append(Blocker(
+                kind="does-not-generalise", files=[rel], rule=codes,
+                message=f"{codes} {how} of the {fixed['total']} trusted fixed variant(s) "
+                f"of {rel} (a machine fix applied that the base rulebook accepts, where it "
+                "rejected the original): the rule fires on the repaired schedule too"))
+    return out
+
+
+def generalisation_note(rel: str, g: dict[str, Any]) -> str:
+    fixed = g["fixed"]
+    return (f"generalisation: {', '.join(g['codes'])} on {rel} fires on {g['fired']} of "
+            f"{g['total']} semantics-preserving variant(s) ({_kind_counts(g)}"
+            + (f"; {g['dropped']} dropped: the base rulebook judges them differently"
+               if g["dropped"] else "")
+            + f"); fixed variants: {fixed['derived']} derived, {fixed['total']} trusted, "
+            f"fires on {fixed['fired']}" + (f", fails on {fixed['failed']}"
+                                            if fixed["failed"] else ""))
+
+
 def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
              run: RunInfo) -> ProposalResult:
     plugin = _plugin_changes(setup, v)
@@ -304,14 +369,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     rows = rule_rows(setup, v)
     motivating = [] if v.candidate_error else motivating_checks(setup, v, rows)
     cost_ = cost(setup, v, rows)
-    blocks_extra: list[Blocker] = []
-    for rel, g in sorted(v.generalisation.items()):
-        if g["total"] and not g["fired"]:
-            blocks_extra.append(Blocker(
-                kind="does-not-generalise", files=[rel], rule=", ".join(g["codes"]),
-                message=f"{', '.join(g['codes'])} catches {rel} but none of its "
-                f"{g['total']} renamed variants (the same schedule with every bound name "
-                "respelled): the rule recognises the file, not the defect"))
+    blocks_extra = generalisation_blockers(v)
     digest = changes.contract_digest(setup.contract) if setup.contract else ""
     accepted = bool(digest) and changes.accepts(options.accept_contract, digest)
     blocks = blockers(setup, v, plugin, contract, flips_, rows, motivating, cost_)
@@ -337,10 +395,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
     verdict, code = decide(blocks, missing)
     notes = _notes(setup, v, contract) + ([missing] if missing else [])
-    for rel, g in sorted(v.generalisation.items()):
-        notes.append(f"generalisation: {', '.join(g['codes'])} on {rel} fires on "
-                     f"{g['fired']} of {g['total']} renamed variant(s); fixed variants "
-                     "are not derived yet")
+    notes += [generalisation_note(rel, g) for rel, g in sorted(v.generalisation.items())]
     if accepted:
         notes.append(f"contract change accepted by a maintainer (--accept-contract {digest})")
     kinds = defaultdict(int)
