@@ -8,7 +8,9 @@ Each case is classified by its label (cakegov/corpus/labels.py):
   of them ragged where the schedule allows it);
 - `dynamic`: an invalid schedule whose defect has a dynamic effect (a deadlock, race,
   parity error, wrong data, out-of-bounds access: the protocol codes P001-P019, P099,
-  and H005/H006 whose effect is an out-of-bounds access); it agrees when the checker
+  H005/H006 whose effect is an out-of-bounds access, and R007, a named barrier whose
+  thread count differs from its users', which completes with the wrong warps); it
+  agrees when the checker
   rejects it and at least one run reproduces a defect;
 - `static`: the defect is a resource or encoding limit with no dynamic effect in the
   simulator's model (shared-memory capacity, threads per CTA, register budgets,
@@ -35,7 +37,7 @@ from cakegov.sim.evidence import simulate_evidence
 from cakegov.sim.state import CORRECT, DEFECT
 
 STATIC_CODES = frozenset({"H001", "H002", "H003", "H004", "N001", "N002", "R001", "R002",
-                          "R003", "R004", "R005", "R006", "R007", "R008", "R009"})
+                          "R003", "R004", "R005", "R006", "R008", "R009"})
 BOUND_CODES = frozenset({"P098"})
 
 
