@@ -556,6 +556,142 @@ def render_proposal(
         out.print(f"wrote {path}", markup=False)
 
 
+class SimFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+@app.command()
+def simulate(
+    path: Annotated[Path, typer.Argument(help="Schedule file.")],
+    shape: Annotated[list[str] | None, typer.Option("--shape", help="Simulate this shape "
+                     "instead of the planned ones, e.g. M=1000,N=520,K=320 "
+                     "(repeatable).")] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape (inputs and "
+                     "scheduling tie-breaks).", min=1, max=64)] = 3,
+    strategy: Annotated[str | None, typer.Option("--strategy", help="Use this scheduling "
+                        "strategy for every run (default: rotate through all).")] = None,
+    cta: Annotated[list[str] | None, typer.Option("--cta", help="Simulate only this CTA, "
+                   "e.g. 3,1 (repeatable; default: all CTAs of small grids, else a "
+                   "sample).")] = None,
+    fmt: Annotated[SimFormat, typer.Option("--format", "-f", help="Output format.")] =
+    SimFormat.text,
+    max_events: Annotated[int, typer.Option("--max-events", help="Event bound per run.",
+                          min=1)] = 200_000,
+    rules: RulesOpt = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Simulate a schedule on the CPU (any verdict: the simulator grounds the labels).
+    Exit 0 every run correct, 1 a defect reproduced, 2 bad input, 3 not simulated or
+    incomplete."""
+    import json
+
+    from cakegov.gpu.data import DataError, parse_shape, select_shapes
+    from cakegov.sim.evidence import lower_any, simulate_plan
+    from cakegov.sim.run import grid_dims, parse_cta
+    from cakegov.sim.scheduler import STRATEGIES
+    from cakegov.sim.state import CORRECT, DEFECT, NotSimulated
+
+    book = load_rulebook(rules)
+    try:
+        wls = load_workloads(resolve_workloads(workloads))
+    except WorkloadError as exc:
+        raise usage_error(str(exc)) from None
+    if not path.is_file():
+        raise usage_error(f"no such schedule file: {path}")
+    if strategy is not None and strategy not in STRATEGIES:
+        raise usage_error(f"--strategy {strategy!r}: known strategies are "
+                          f"{', '.join(STRATEGIES)}")
+    try:
+        ctas = [parse_cta(c) for c in cta or ()]
+        requested = [parse_shape(s) for s in shape or ()]
+    except (ValueError, DataError) as exc:
+        raise usage_error(str(exc)) from None
+    source = path.read_bytes()
+    shapes = None
+    kernel, workload, schedule, _why = lower_any(source, str(path), book, wls)
+    if requested and workload is not None and schedule is not None:
+        try:
+            shapes = select_shapes(workload, schedule.sizes, schedule.divisible, requested)
+        except DataError as exc:
+            raise usage_error(f"--shape: {exc}") from None
+    if ctas and kernel is not None:
+        for sizes in shapes or []:
+            try:
+                dims = grid_dims(kernel, sizes)
+            except NotSimulated:
+                continue
+            bad = [c for c in ctas if any(x >= d for x, d in zip(c, dims, strict=True))]
+            if bad:
+                raise usage_error(f"--cta {bad[0]} is outside the grid {dims} of shape "
+                                  + ",".join(f"{k}={v}" for k, v in sizes.items()))
+    result = simulate_plan(source, str(path), book, wls, seeds=seeds, max_events=max_events,
+                           shapes=shapes, strategy=strategy, ctas=ctas or None)
+    if fmt is SimFormat.json:
+        sys.stdout.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    else:
+        out.print(f"{path}: {result['status']}: {result['detail']}", markup=False)
+        for run in result["strategies"]:
+            out.print(f"  {run['strategy']:<16} seed {run['seed']}  {run['shape']:<22} "
+                      f"{run['outcome']:<13} {run['detail'][:100]}", markup=False)
+        if result["witness"]:
+            out.print("  witness:", markup=False)
+            for step in result["witness"][-15:]:
+                out.print(f"    line {step['line']:>3}: {step['text']}", markup=False)
+    status = result["status"]
+    raise typer.Exit(0 if status == CORRECT else EXIT_REJECTED if status == DEFECT
+                     else EXIT_INCOMPLETE)
+
+
+class CrossFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+@corpus_app.command("crosscheck")
+def corpus_crosscheck(
+    dirs: Annotated[list[Path] | None, typer.Argument(help="Corpus directories or files "
+                    "(default: corpus/valid and corpus/invalid).")] = None,
+    fmt: Annotated[CrossFormat, typer.Option("--format", "-f", help="Output format.")] =
+    CrossFormat.text,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape.", min=1,
+                     max=64)] = 3,
+    rules: RulesOpt = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Run the checker and the CPU simulator on every corpus schedule and compare the
+    verdict with the dynamic outcome. Exit 0 no disagreement, 1 a disagreement, 2 usage."""
+    from cakegov.sim.crosscheck import (
+        crosscheck,
+        render_json,
+        render_markdown,
+        render_text,
+        summary,
+    )
+
+    book = load_rulebook(rules)
+    try:
+        wls = load_workloads(resolve_workloads(workloads))
+    except WorkloadError as exc:
+        raise usage_error(str(exc)) from None
+    root = project_root()
+    if not dirs:
+        if root is None:
+            raise usage_error("no corpus found: pass the directories")
+        dirs = [root / "corpus" / "valid", root / "corpus" / "invalid"]
+    missing = [str(d) for d in dirs if not d.exists()]
+    if missing:
+        raise usage_error(f"no such file or directory: {', '.join(missing)}")
+    rows = crosscheck(dirs, book, wls, seeds=seeds, root=root)
+    if not rows:
+        raise usage_error("no *.cake schedules found")
+    render = {CrossFormat.json: render_json, CrossFormat.markdown: render_markdown,
+              CrossFormat.text: render_text}[fmt]
+    sys.stdout.write(render(rows))
+    raise typer.Exit(1 if summary(rows)["disagreements"] else 0)
+
+
 @corpus_app.command("manifest")
 def corpus_manifest(
     check: Annotated[bool, typer.Option("--check", help="Verify instead of writing: exit 1 "

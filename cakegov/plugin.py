@@ -198,3 +198,29 @@ class Repair:
     form: str = ""
     other: str = ""
     after: bool = False
+
+
+# ---- numpy semantics: helpers for primitives' `simulate(op, sim)` ----------------------
+# (cakegov/sim/ops.py documents the `sim` object; docs/simulator.md the contract.)
+
+
+def sequential_sum(x: Any, axis: int = -1) -> Any:
+    """The f32 sum of `x` along `axis` added left to right, as a kernel's accumulation
+    loop does (numpy's `sum` adds pairwise, in another order)."""
+    import numpy as np
+
+    return np.cumsum(np.asarray(x, dtype=np.float32), axis=axis, dtype=np.float32).take(
+        -1, axis=axis)
+
+
+def mma_accumulate(acc: Any, a: Any, b: Any, k_step: int) -> Any:
+    """`acc + a @ b` in f32, one `k_step`-wide slice of K at a time in increasing k (the
+    order of a loop of `mma.sync` instructions); `b` is K x N."""
+    import numpy as np
+
+    out = np.asarray(acc, dtype=np.float32).copy()
+    a = np.asarray(a, dtype=np.float32)
+    b = np.asarray(b, dtype=np.float32)
+    for kk in range(0, a.shape[1], k_step):  # K / k_step steps, each a whole-tile product
+        out += a[:, kk:kk + k_step] @ b[kk:kk + k_step, :]
+    return out

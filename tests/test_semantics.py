@@ -104,3 +104,43 @@ def test_async_groups_retire_all_but_the_pending_most_recent():
     assert g.wait(1) == 2 and g.in_flight == 1  # wgmma.wait_group 1
     assert g.wait(2) == 2  # a looser wait retires nothing more
     assert g.wait(0) == 3 and g.in_flight == 0
+
+
+def test_a_waiter_one_phase_behind_passes_on_the_previous_phase():
+    b = MBarrier(count=2)
+    b.arrive()
+    assert b.passes(1)  # the fresh barrier: phase "-1" (parity 1) counts as complete
+    b.arrive()  # phase 0 completes: parity 0 passes now, parity 1 waits for phase 1
+    assert state(b) == (1, 2, 0)
+    assert b.passes(0) and not b.passes(1)
+    b.arrive()
+    b.arrive()  # phase 1 completes: the current phase is 2 (parity 0) again
+    assert b.passes(1) and not b.passes(0) and b.observed == 1
+
+
+def test_tx_bytes_of_two_copies_and_the_arm_complete_one_phase_in_any_order():
+    b = MBarrier(count=1)
+    assert b.complete_tx(8192) == 0  # copy 1 lands before the arm: tx -8192
+    assert b.arrive(tx=16384) == 0  # the arm: pending 0, tx 8192
+    assert state(b) == (0, 0, 8192)
+    assert b.complete_tx(8192) == 1  # copy 2 lands: pending 0 and tx 0
+    assert state(b) == (1, 1, 0)
+
+
+def test_over_arrival_after_the_phase_completed_counts_towards_the_next_phase():
+    b = MBarrier(count=1)
+    assert b.arrive() == 1  # phase 0 completes with the first arrival
+    assert b.arrive() == 1  # a second producer's arrival completes phase 1 at once
+    assert b.phase == 2 and b.passes(1)  # a parity-0 waiter of phase 0 now blocks
+
+
+def test_async_groups_finish_in_commit_order_and_wait_group_follows_finish():
+    g = AsyncGroups()
+    g.commit()
+    g.commit()
+    assert not g.ready(0) and not g.ready(1) and g.ready(2)
+    assert g.finish() == 1  # the oldest group finishes first
+    assert g.ready(1) and not g.ready(0)
+    assert g.finish() == 2 and g.ready(0)
+    with pytest.raises(BarrierError):
+        g.finish()  # nothing left in flight

@@ -22,7 +22,11 @@ does not. The next arrivals start a new instance.
 
 Asynchronous groups (`wgmma.commit_group` / `wgmma.wait_group N`,
 `cp.async.bulk.commit_group` / `cp.async.bulk.wait_group.read N`): each thread counts the
-groups it committed; a wait with N retires every group but the N most recent.
+groups it committed; a wait with N retires every group but the N most recent. The groups
+of one thread finish in commit order (PTX ISA, wgmma.wait_group and
+cp.async.bulk.wait_group: waiting for "all but the N most recent" groups is only
+meaningful in that order); the CPU simulator, which chooses when a group finishes, records
+that with `finish()` and lets `wait_group N` return only once `ready(N)`.
 """
 
 from __future__ import annotations
@@ -133,6 +137,7 @@ class AsyncGroups:
 
     committed: int = 0
     retired: int = 0
+    finished: int = 0  # groups the asynchronous proxy has completed (simulator)
 
     def commit(self) -> int:
         """Commit one group; returns its ordinal (1-based)."""
@@ -147,3 +152,15 @@ class AsyncGroups:
     @property
     def in_flight(self) -> int:
         return self.committed - self.retired
+
+    def finish(self) -> int:
+        """The oldest unfinished group completes; returns its ordinal (1-based)."""
+        if self.finished >= self.committed:
+            raise BarrierError("no committed group is left to finish")
+        self.finished += 1
+        return self.finished
+
+    def ready(self, pending: int) -> bool:
+        """Would `wait_group pending` return now: have all but the `pending` most recent
+        groups finished?"""
+        return self.finished >= self.committed - max(0, pending)

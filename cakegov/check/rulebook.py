@@ -352,6 +352,14 @@ def _load_primitive(path: Path, root: Path, tag: str) -> PrimitivePlugin:
     for attr in ("TEMPLATE", "DEVICE"):
         if not isinstance(getattr(module, attr, ""), str):
             raise PluginError(relpath, f"`{attr}` must be a string (a Jinja2 template)")
+    simulate = getattr(module, "simulate", None)
+    if simulate is not None and (not callable(simulate) or
+                                 len(inspect.signature(simulate).parameters) != 2):
+        raise PluginError(relpath, "`simulate(op, sim)` must be a function of two arguments")
+    if getattr(module, "TEMPLATE", None) and simulate is None:
+        # what the emitter prints, the CPU simulator executes (docs/simulator.md)
+        raise PluginError(relpath, "a primitive with a CUDA TEMPLATE needs its numpy "
+                          "semantics, `simulate(op, sim)`")
     requires = getattr(module, "REQUIRES", ())
     if not (isinstance(requires, tuple) and all(isinstance(r, str) for r in requires)):
         raise PluginError(relpath, "`REQUIRES` must be a tuple of primitive names")
@@ -359,7 +367,7 @@ def _load_primitive(path: Path, root: Path, tag: str) -> PrimitivePlugin:
         name=name, version=version, spelling=spelling, receiver=receiver, args=args,
         category=getattr(module, "CATEGORY", "misc"), doc=inspect.cleandoc(module.__doc__),
         relpath=relpath, sha256=sha256_file(path), effects=effects,
-        simulate=getattr(module, "simulate", None), template=getattr(module, "TEMPLATE", None),
+        simulate=simulate, template=getattr(module, "TEMPLATE", None),
         cost=getattr(module, "cost", None), device=getattr(module, "DEVICE", None),
         requires=requires,
     )

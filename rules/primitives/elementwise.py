@@ -3,10 +3,12 @@
 `op` is one of `copy`, `scale` (`alpha * src`), `add` (`src + alpha`), `relu`, `exp` and
 `cast` (convert to the dtype of `dst`). `dst` and `src` have the same shape."""
 
+import numpy as np
+
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "elementwise"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.elementwise"
 CATEGORY = "compute"
 ARGS = (
@@ -92,3 +94,27 @@ __device__ __forceinline__ void elementwise(D&& dst, S&& src, float alpha, Team 
     });
   }
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+_F32 = {
+    "scale": lambda x, a: np.float32(a) * x,
+    "add": lambda x, a: x + np.float32(a),
+    "relu": lambda x, a: np.maximum(x, np.float32(0)),
+    "exp": lambda x, a: np.exp(x),
+}
+
+
+def simulate(op, sim):
+    """`copy` and `cast` convert the element directly; the others compute in f32; the
+    result is rounded to the destination's dtype when it is written."""
+    src = sim.tile("src")
+    kind = sim.value("op")
+    alpha = sim.value("alpha")
+    alpha = 1.0 if alpha is None else float(alpha)
+    if kind in ("copy", "cast"):
+        out = src
+    else:
+        with np.errstate(all="ignore"):
+            out = _F32[kind](np.asarray(src, dtype=np.float32), alpha)
+    sim.put("dst", out)

@@ -1,9 +1,11 @@
 """Set every element of a tile to `value`."""
 
+import numpy as np
+
 from cakegov.plugin import Arg, Effects, access
 
 NAME = "fill"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.fill"
 CATEGORY = "compute"
 ARGS = (
@@ -26,3 +28,9 @@ __device__ __forceinline__ void fill(D&& dst, float value, Team t) {
   typedef typename bare<D>::type::elem T;
   dst.for_each(t, [&](int, int, auto& v) { v = convert<T>(value); });
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """Every element of the tile becomes `value` (converted to its dtype)."""
+    sim.put("dst", np.full(sim.shape("dst"), float(sim.value("value")), dtype=np.float32))

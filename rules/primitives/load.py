@@ -9,7 +9,7 @@ without it the tile must lie inside the tensor."""
 from cakegov.plugin import Arg, Effects, access, barrier_action
 
 NAME = "load"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "smem.load"
 RECEIVER = "dst"
 CATEGORY = "memory"
@@ -76,3 +76,14 @@ __device__ __forceinline__ void load_tile(u32 dst, const T* src, int src_rows, i
     }
   }
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """The copy's data when it lands: tile row r is row `row0 + r` of the source's 2-D
+    view from column `col0`; with pad, what lies outside the view comes from the kernel's
+    zero row (without pad it is an out-of-bounds read)."""
+    view = (sim.index(op.src_rows), sim.index(op.src_cols))
+    tile = sim.gather(op.tensor, view, sim.index(op.row0), sim.index(op.col0), op.rows,
+                      op.row_elems, op.pad)
+    sim.put_stage(op.buffer, sim.index(op.stage), tile)

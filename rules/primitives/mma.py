@@ -5,10 +5,12 @@ or (N, K) with `transpose_b=True`. The tile is executed as `mma.sync` instructio
 target's shape (m16n8k16 for f16/bf16), so M, N and K must be multiples of it. `init`
 (True, False or a condition such as `k == 0`) zeroes the accumulator first."""
 
-from cakegov.plugin import Arg, Effects, Spread, access, operand_shape
+import numpy as np
+
+from cakegov.plugin import Arg, Effects, Spread, access, mma_accumulate, operand_shape
 
 NAME = "mma"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.mma"
 CATEGORY = "compute"
 ARGS = (
@@ -130,3 +132,15 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
     }
   }
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """f32 accumulation in the template's k order: one 16-wide k step at a time (each
+    step one `mma.sync.m16n8k16` per tile), starting from zero with `init`."""
+    a, b = sim.tile("a"), sim.tile("b")
+    if sim.value("transpose_b"):
+        b = b.T
+    m, n = sim.shape("acc")
+    acc = np.zeros((m, n), dtype=np.float32) if sim.value("init") else sim.tile("acc")
+    sim.put("acc", mma_accumulate(acc, a, b, 16))

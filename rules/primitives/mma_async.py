@@ -11,10 +11,12 @@ memory written by generic stores needs `lm.fence_proxy()` before the hand-off to
 hardware. `a` is a shared-memory tile (or a register fragment); `b` is a shared-memory
 tile."""
 
-from cakegov.plugin import Arg, BarrierAction, Effects, access, operand_shape
+import numpy as np
+
+from cakegov.plugin import Arg, BarrierAction, Effects, access, mma_accumulate, operand_shape
 
 NAME = "mma_async"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.mma_async"
 CATEGORY = "compute"
 ARGS = (
@@ -52,3 +54,16 @@ REQUIRES = ("mma",)
 TEMPLATE = """\
 cg::mma<{{ args.transpose_b.const }}>(
     {{ args.acc.ref }}, {{ args.a.ref }}, {{ args.b.ref }}, {{ args.init.ref }}, cg_team);"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """When the group finishes (the simulator chooses when, before the
+    retiring `mma_wait`): f32 accumulation in the k order of the
+    mma.sync lowering, 16 at a time, from zero with `init`."""
+    a, b = sim.tile("a"), sim.tile("b")
+    if sim.value("transpose_b"):
+        b = b.T
+    m, n = sim.shape("acc")
+    acc = np.zeros((m, n), dtype=np.float32) if sim.value("init") else sim.tile("acc")
+    sim.put("acc", mma_accumulate(acc, a, b, 16))

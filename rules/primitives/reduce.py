@@ -3,10 +3,20 @@
 `op` is `sum`, `max`, `min`, `argmin` or `argmax` (index of the first extreme element;
 `dst` is then an i32 fragment). `dst` has the shape of `src` without `axis`."""
 
-from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
+import numpy as np
+
+from cakegov.plugin import (
+    Arg,
+    Effects,
+    access,
+    elements,
+    operand_shape,
+    sequential_sum,
+    spread_by,
+)
 
 NAME = "reduce"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.reduce"
 CATEGORY = "compute"
 ARGS = (
@@ -95,3 +105,20 @@ __device__ __forceinline__ void reduce(D&& dst, S&& src, Team t) {
     }
   }
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """Row r of `src` reduced in the template's order: the sum adds columns left to
+    right in f32, argmin/argmax give the first extreme index (strict comparisons from
+    column 0 on, so ties go to the lower index)."""
+    x = np.asarray(sim.tile("src"), dtype=np.float32)
+    kind = sim.value("op")
+    with np.errstate(all="ignore"):
+        if kind == "sum":
+            out = sequential_sum(x, axis=1)
+        elif kind in ("max", "min"):
+            out = x.max(axis=1) if kind == "max" else x.min(axis=1)
+        else:
+            out = np.argmax(x, axis=1) if kind == "argmax" else np.argmin(x, axis=1)
+    sim.put("dst", np.asarray(out).reshape(-1, 1))

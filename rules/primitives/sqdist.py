@@ -1,10 +1,12 @@
 """Squared Euclidean distances between the rows of two tiles:
 `dst[i, j] = sum_d (x[i, d] - c[j, d])^2`, with `x` (R, D), `c` (C, D) and `dst` (R, C)."""
 
-from cakegov.plugin import Arg, Effects, access, operand_shape, spread_by
+import numpy as np
+
+from cakegov.plugin import Arg, Effects, access, operand_shape, sequential_sum, spread_by
 
 NAME = "sqdist"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.sqdist"
 CATEGORY = "compute"
 ARGS = (
@@ -51,3 +53,18 @@ __device__ __forceinline__ void sqdist(D&& dst, X&& x, C&& c, Team t) {
     v = convert<T>(acc);
   });
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """`dst[i, j]`: the f32 sum of `(x[i, d] - c[j, d])^2` over d in the template's order,
+    which starts row i at d = i (mod D) to spread shared-memory banks."""
+    x = np.asarray(sim.tile("x"), dtype=np.float32)
+    c = np.asarray(sim.tile("c"), dtype=np.float32)
+    rows, depth = x.shape
+    with np.errstate(all="ignore"):
+        diff = x[:, None, :] - c[None, :, :]
+        sq = diff * diff
+    order = (np.arange(depth)[None, :] + np.arange(rows)[:, None]) % depth
+    sq = np.take_along_axis(sq, order[:, None, :], axis=2)
+    sim.put("dst", sequential_sum(sq, axis=2))

@@ -7,7 +7,7 @@ lie inside the tensor for every CTA."""
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape
 
 NAME = "store"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "lm.store"
 CATEGORY = "memory"
 ARGS = (
@@ -46,3 +46,10 @@ __device__ __forceinline__ void store(Gmem<T> dst, long long r0, long long c0, S
     }
   });
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """Each warp writes the elements it holds of `src` (converted to the tensor's dtype);
+    with mask, elements outside the tensor are skipped (the tail guard)."""
+    sim.store("dst", "at", sim.tile("src"), bool(sim.value("mask")), src="src")

@@ -11,7 +11,7 @@ outside `dst` are not written (the tail strategy)."""
 from cakegov.plugin import Arg, BarrierAction, Effects, access, elements, operand_shape
 
 NAME = "store_async"
-VERSION = "1.2.1"
+VERSION = "1.3.0"
 SPELLING = "smem.store_async"
 RECEIVER = "src"
 CATEGORY = "memory"
@@ -87,3 +87,11 @@ __device__ __forceinline__ void store_async(Gmem<T> dst, long long r0, long long
   }
   bulk_commit();
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """When the bulk group finishes (the simulator chooses when, before the retiring
+    `store_wait`): the copy engine reads the whole stage and writes it at `at`, only the
+    part inside the tensor with mask."""
+    sim.store("dst", "at", sim.tile("src"), bool(sim.value("mask")), src="src")

@@ -1,10 +1,12 @@
 """Top-k selection along the last axis: `dst` receives the indices of the `k` smallest
 (`largest=False`) or largest elements of each row of `src`, in order."""
 
+import numpy as np
+
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "topk"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.topk"
 CATEGORY = "compute"
 ARGS = (
@@ -74,3 +76,13 @@ __device__ __forceinline__ void topk(D&& dst, S&& src, Team t) {
     }
   }
 }"""
+
+
+# ---- numpy semantics (docs/simulator.md) -----------------------------------------------
+def simulate(op, sim):
+    """Per row, the indices of the k smallest (largest) elements in (value, index)
+    order: a stable sort, so ties go to the lower index as in the template's passes."""
+    x = np.asarray(sim.tile("src"), dtype=np.float32)
+    key = -x if sim.value("largest") else x
+    order = np.argsort(key, axis=1, kind="stable")[:, :int(sim.value("k"))]
+    sim.put("dst", order.astype(np.int32))
