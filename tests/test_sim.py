@@ -290,3 +290,16 @@ def test_lowering_any_verdict_uses_the_checkers_effects(rulebook, workloads):
                        workloads[schedule.workload], rulebook.primitives)
     kernel, _, _, why = lower_any(path.read_bytes(), str(path), rulebook, workloads)
     assert why == "" and kernel == ctx.lowered
+
+
+def test_a_fragment_written_by_another_role_is_never_written_for_its_owner(rulebook,
+                                                                           workloads):
+    """Registers belong to threads: the loader scaling into the worker's fragment writes
+    its own threads' registers, so the worker stores what it never wrote."""
+    path = CORPUS.parent / "examples" / "proposals" / "corpus" / "invalid" / "scale" / \
+        "fragment_written_by_loader.cake"
+    ev = evidence(path, rulebook, workloads)
+    assert ev["status"] == "defect", ev["detail"]
+    assert ev["detail"].startswith("uninitialised read:")
+    assert "read by role worker" in ev["detail"] and "only the threads of loader" in \
+        ev["detail"]

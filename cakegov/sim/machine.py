@@ -723,7 +723,7 @@ class Machine:
 
     def read_fragment(self, w: Warp, name: str, op: Any) -> np.ndarray:
         elements = self.placement.fragment(name, w.rwarp)
-        values, problem = self.frags.read(name, elements)
+        values, problem = self.frags.read(w.role.name, name, elements)
         if problem:
             raise self.defect(UNINIT, f"line {op.span.line}: {w.name}: {problem}",
                               op.span.line)

@@ -311,29 +311,45 @@ class GlobalMemory:
 
 
 class Fragments:
-    """The register fragments of one CTA: one 2-D value array each, with the elements
-    written so far (a read of an element no one wrote is an uninitialised read)."""
+    """The register fragments of one CTA. Registers belong to threads: every role's
+    threads hold their own copy of a fragment (the emitted kernel declares it in every
+    thread), so a write by one role's threads never reaches another role's copy, and a
+    read of an element the reading role's threads never wrote is an uninitialised read
+    (a role that reads a fragment another role wrote reads garbage on the GPU)."""
 
     def __init__(self, fragments: tuple[LFragment, ...]):
-        self.values: dict[str, np.ndarray] = {}
-        self.written: dict[str, np.ndarray] = {}
-        self.dtypes: dict[str, str] = {}
-        for f in fragments:
-            shape = view_2d(f.shape)
-            self.values[f.name] = np.full(shape, np.nan if f.dtype not in _INTS else -1,
-                                          dtype=values_dtype(f.dtype))
-            self.written[f.name] = np.zeros(shape, dtype=bool)
-            self.dtypes[f.name] = f.dtype
+        self.shapes = {f.name: view_2d(f.shape) for f in fragments}
+        self.dtypes = {f.name: f.dtype for f in fragments}
+        self.owners = {f.name: f.role for f in fragments}
+        self.values: dict[tuple[str, str], np.ndarray] = {}  # (role, fragment) -> values
+        self.written: dict[tuple[str, str], np.ndarray] = {}
 
-    def read(self, name: str, elements: np.ndarray) -> tuple[np.ndarray, str | None]:
-        missing = elements & ~self.written[name]
+    def _copy(self, role: str, name: str) -> tuple[np.ndarray, np.ndarray]:
+        key = (role, name)
+        if key not in self.values:
+            dtype = self.dtypes[name]
+            self.values[key] = np.full(self.shapes[name], np.nan if dtype not in _INTS
+                                       else -1, dtype=values_dtype(dtype))
+            self.written[key] = np.zeros(self.shapes[name], dtype=bool)
+        return self.values[key], self.written[key]
+
+    def read(self, role: str, name: str, elements: np.ndarray
+             ) -> tuple[np.ndarray, str | None]:
+        values, written = self._copy(role, name)
+        missing = elements & ~written
         if missing.any():
             r, c = np.argwhere(missing)[0]
-            return self.values[name], (f"{UNINIT}: fragment {name}[{int(r)}, {int(c)}] is read "
-                                       "before anything wrote it")
-        return self.values[name], None
+            others = sorted(k[0] for k, w in self.written.items()
+                            if k[1] == name and k[0] != role and w[r, c])
+            why = (f"; only the threads of {', '.join(others)} wrote it, and registers "
+                   "belong to the threads that hold them") if others else ""
+            return values, (f"fragment {name}[{int(r)}, {int(c)}] (declared for "
+                            f"role {self.owners[name]}) is read by role {role} before its "
+                            f"threads wrote it{why}")
+        return values, None
 
-    def write(self, name: str, values: np.ndarray, elements: np.ndarray) -> None:
+    def write(self, role: str, name: str, values: np.ndarray, elements: np.ndarray) -> None:
+        mine, written = self._copy(role, name)
         v = round_to(self.dtypes[name], np.broadcast_to(values, elements.shape))
-        self.values[name][elements] = v[elements]
-        self.written[name] |= elements
+        mine[elements] = v[elements]
+        written |= elements

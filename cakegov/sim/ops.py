@@ -98,7 +98,7 @@ class OpSim:
             self.m.smem.write_tile(v.name, start, values, elements)
             return
         elements = self.m.placement.fragment(v.name, self.warp.rwarp)
-        self.m.frags.write(v.name, values, elements)
+        self.m.frags.write(self.warp.role.name, v.name, values, elements)
 
     def store(self, dst: str, at: str, values: np.ndarray, guard: bool, src: str) -> None:
         row, col = self.coord(at)
