@@ -128,9 +128,11 @@ def test_good_rule_is_eligible_and_recorded(eligible, monkeypatch):
     assert md.startswith(MARKER + "\n### ✅ Eligible for merge: 1 new catch, 0 new false")
     assert f"<code>{MOTIVATING}</code>: new catch (R020), clean → rejected" in md
     assert "error[R020]: `loader` writes register fragment `y`" in md
-    # cakegov/sim exists; propose-rule does not drive it yet (wired separately)
-    assert "| simulator | not available | cakegov.sim exists but propose-rule does not " \
-        "drive it yet" in md
+    # the simulator reproduces the defect: the new catch is confirmed dynamically
+    assert "| simulator | confirmed | uninitialised read: line 24: worker warp 0: " \
+        "fragment y&#91;0, 0&#93;" in md  # brackets escaped for Markdown
+    assert data["flips"][0]["evidence"]["simulator"]["status"] == "confirmed"
+    assert "simulator evidence on the flipped schedules: 1 confirmed" in data["notes"]
     [flip] = data["flips"]
     assert flip["file"] == MOTIVATING and flip["kinds"] == ["new_catch"]
     assert [(i["code"], i["line"]) for i in flip["items"]] == [("R020", 20)]

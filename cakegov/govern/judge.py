@@ -480,15 +480,23 @@ def _check_derived(setup: Setup, options: ProposalOptions, derived: list[_Derive
 
 
 def _evidence_targets(setup: Setup, v: Verdicts, wl: str) -> list[evidence.Target]:
+    """Every schedule with a flip that is more than a changed diagnostic: the simulator
+    runs it (with the rulebook that accepts it, else the base's, or the candidate's when
+    only proposed code can compute it), and a clean one is also compiled."""
     out = []
     for case in setup.cases:
         before, after = v.runs["base"][case.rel].result, v.runs["candidate"][case.rel].result
-        if before is None or after is None or not classify(case, before, after):
+        if before is None or after is None:
             continue
-        side = evidence.accepting(before, after)
-        if side is not None:
-            key = digest_json({"evidence": 1, "check": _keys(setup, side, case, wl)})
-            out.append(evidence.Target(case.rel, case.path, side, setup.rules[side], key))
+        items = classify(case, before, after)
+        if not any(i.kind != "changed_diagnostic" for i in items):
+            continue
+        accepted = evidence.accepting(before, after)
+        side = accepted or ("candidate" if v.runs["candidate"][case.rel].source
+                            == trusted.PROPOSED else "base")
+        key = digest_json({"evidence": 2, "check": _keys(setup, side, case, wl)})
+        out.append(evidence.Target(case.rel, case.path, side, setup.rules[side], key,
+                                   compile=accepted is not None))
     return out
 
 
@@ -652,7 +660,8 @@ def flips(setup: Setup, v: Verdicts) -> list[Flip]:
             verdict_after=after.verdict, kinds=sorted({i.kind for i in items}), items=items,
             new_findings=[f for f in after.findings if _sig(f) not in old],
             removed_findings=[f for f in before.findings if _sig(f) not in new],
-            evidence=evidence.evidence_of(case.rel, before, after, v.evidence),
+            evidence=evidence.evidence_of(case.rel, before, after, v.evidence, items,
+                                          case.labels.clean),
             source=v.runs["candidate"][case.rel].source))
     return out
 

@@ -7,7 +7,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from cakegov.govern import changes, trusted
+from cakegov.govern import changes, evidence, trusted
 from cakegov.govern.cache import digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Setup
 from cakegov.govern.isolate import containment_for
@@ -195,6 +195,7 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
             f"rules' findings replayed as data) on {plural(len(files), 'schedule', 'schedules')}"
             f": proposed code changed what code it does not own reported; first, on "
             f"{files[0]}: {first}"))
+    out += label_looks_wrong(flips_, rows)
     names = {r.code: r.name for r in rows}
     grouped: dict[tuple[str, str | None], list[str]] = defaultdict(list)
     for flip in flips_:
@@ -256,6 +257,17 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
     return out
 
 
+def simulator_notes(flips_: list[Flip]) -> list[str]:
+    """One line: what the simulator said of the flipped schedules, by evidence status."""
+    counts: dict[str, int] = defaultdict(int)
+    for f in flips_:
+        counts[f.evidence.simulator.status] += 1
+    if not counts:
+        return []
+    return ["simulator evidence on the flipped schedules: " + ", ".join(
+        f"{n} {status}" for status, n in sorted(counts.items()))]
+
+
 def _notes(setup: Setup, v: Verdicts, contract: list[ContractChange]) -> list[str]:
     notes = []
     kinds = defaultdict(int)
@@ -307,6 +319,36 @@ def _kind_counts(g: dict[str, Any]) -> str:
 # Variants that differ from the original only in spelling and declaration order: a rule
 # that reasons about the defect finds it on every one of them, at the line it moved to.
 EXACT_KINDS = ("rename", "reorder")
+
+
+# Rule categories whose defects the simulator does not model (resource and encoding limits,
+# names: docs/simulator.md): a schedule such a rule newly rejects may well simulate
+# correctly, which then says nothing about its label.
+NOT_SIMULATED_CATEGORIES = frozenset({"resources", "hardware", "names"})
+
+
+def label_looks_wrong(flips_: list[Flip], rows: list[RuleRow]) -> list[Blocker]:
+    """`label-looks-wrong`: a labelled invalid schedule the candidate newly rejects, with
+    rules whose defects the simulator models, that the simulator runs correctly under
+    every strategy, seed and shape of its plan. Merged, the catch would rest on the label
+    alone; the dynamic evidence says the schedule is legal (or its defect is one the
+    simulator cannot observe: docs/simulator.md names those)."""
+    category = {r.code: r.category for r in rows}
+    out = []
+    for flip in flips_:
+        newly = flip.verdict_before != "rejected" and flip.verdict_after == "rejected"
+        if flip.valid or not newly or flip.evidence.simulator.status != evidence.UNCONFIRMED:
+            continue
+        codes = sorted({i.code for i in flip.items if i.kind == "new_catch" and i.code})
+        if not codes or all(category.get(c, "") in NOT_SIMULATED_CATEGORIES for c in codes):
+            continue
+        out.append(Blocker(
+            kind="label-looks-wrong", files=[flip.file], rule=", ".join(codes),
+            message=f"{', '.join(codes)} newly rejects {flip.file} (labelled {flip.labels}), "
+            f"but the simulator runs it correctly under every strategy: "
+            f"{flip.evidence.simulator.detail.split(': ', 1)[-1][:300]}; the label looks "
+            "wrong, or the defect is one the simulator cannot observe (docs/simulator.md)"))
+    return out
 
 
 def generalisation_blockers(v: Verdicts) -> list[Blocker]:
@@ -395,6 +437,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
     verdict, code = decide(blocks, missing)
     notes = _notes(setup, v, contract) + ([missing] if missing else [])
+    notes += simulator_notes(flips_)
     notes += [generalisation_note(rel, g) for rel, g in sorted(v.generalisation.items())]
     if accepted:
         notes.append(f"contract change accepted by a maintainer (--accept-contract {digest})")

@@ -15,7 +15,8 @@ waiting again on every schedule would only cost time). A rule that defeats the t
 killed by the parent.
 
 Modes: `info` (load and describe the rulebook), `check` (check schedules), `evidence`
-(check, lower, emit, compile and, when allowed, run flipped schedules on a GPU)."""
+(simulate flipped schedules; check, lower, emit, compile and, when allowed, run on a GPU
+the clean ones)."""
 
 from __future__ import annotations
 
@@ -290,20 +291,39 @@ def _gpu_run(path: Path, book: Any, workloads: Any, root: Path, gpu: dict[str, A
     return {"status": status, "detail": detail or "; ".join(outcome.lines)[:2000]}, outcome.hung
 
 
+def _simulate(rel: str, data: bytes, book: Any, workloads: Any) -> dict[str, Any]:
+    """The simulator's evidence (cakegov/sim/evidence.py), whatever the verdict."""
+    from cakegov.sim.evidence import simulate_evidence
+
+    try:
+        sim = simulate_evidence(data, rel, book, workloads)
+    except Exception as exc:  # a simulator failure is an error entry, never a verdict
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        return {"status": "error", "detail": f"the simulator raised {last}"[:2000]}
+    return {"status": sim["status"], "detail": sim["detail"]}
+
+
 def evidence_files(job: dict[str, Any], book: Any, workloads: Any, proto: Protocol) -> None:
     root = Path(job["root"])
     gpu = job.get("gpu") or {}
+    compile_these = set(gpu.get("compile", ()))
     for rel, path in job["files"]:
-        proto.emit({"ev": "file", "file": rel, "step": "compile"})
-        compiled = _compile(rel, Path(path).read_bytes(), book, workloads)
-        run: dict[str, Any] = {"status": "not measured", "detail": gpu.get("why", "")}
+        data = Path(path).read_bytes()
+        proto.emit({"ev": "file", "file": rel, "step": "simulate"})
+        event: dict[str, Any] = {"ev": "evidence", "file": rel,
+                                 "simulator": _simulate(rel, data, book, workloads)}
         hung = False
-        if gpu.get("run") and compiled["status"] == "compiled":
-            proto.emit({"ev": "file", "file": rel, "step": "gpu"})
-            run, hung = _gpu_run(Path(path), book, workloads, root, gpu)
-        elif gpu.get("run"):
-            run = {"status": "not measured", "detail": "not compiled"}
-        proto.emit({"ev": "evidence", "file": rel, "compile": compiled, "gpu": run})
+        if rel in compile_these:
+            proto.emit({"ev": "file", "file": rel, "step": "compile"})
+            compiled = _compile(rel, data, book, workloads)
+            run: dict[str, Any] = {"status": "not measured", "detail": gpu.get("why", "")}
+            if gpu.get("run") and compiled["status"] == "compiled":
+                proto.emit({"ev": "file", "file": rel, "step": "gpu"})
+                run, hung = _gpu_run(Path(path), book, workloads, root, gpu)
+            elif gpu.get("run"):
+                run = {"status": "not measured", "detail": "not compiled"}
+            event |= {"compile": compiled, "gpu": run}
+        proto.emit(event)
         if hung:  # the CUDA context is wedged: leave without tearing it down
             proto.emit({"ev": "done"})
             os._exit(0)
