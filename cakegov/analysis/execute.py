@@ -34,7 +34,13 @@ from dataclasses import dataclass, field
 
 from cakegov.analysis.footprint import LANES, SAME, WARPS, Footprints
 from cakegov.analysis.program import Event, Mem, Program
-from cakegov.analysis.semantics import BarrierError, MBarrier, OverArrival
+from cakegov.analysis.semantics import (
+    AsyncGroups,
+    BarrierError,
+    MBarrier,
+    NamedBarrier,
+    OverArrival,
+)
 
 E, W0, TM, TS = 0, 1, 2, 3
 GROUPS = ("wgmma", "bulk")
@@ -108,17 +114,18 @@ class _Slot:
 
 @dataclass
 class _Named:
-    arrived: int = 0
+    # the state machine; its thread count is the one the current bar.sync/bar.arrive names
+    # (PTX ISA, bar: the count is an operand of each instruction)
+    state: NamedBarrier = field(default_factory=lambda: NamedBarrier(threads=1))
     acc: list[int] = field(default_factory=list)
     waiters: list[tuple[int, int]] = field(default_factory=list)  # (thread, clock)
     members: list[Event] = field(default_factory=list)
-    instance: int = 0
     done: dict[int, list[int]] = field(default_factory=dict)
 
 
 class _Thread:
     __slots__ = ("base", "c", "done", "events", "groups", "info", "ke", "know", "ktm", "kts",
-                 "kw0", "lane", "pc", "reach", "retired", "s_lane", "warps")
+                 "kw0", "lane", "pc", "reach", "s_lane", "warps")
 
     def __init__(self, info, base: int, width: int):
         self.info = info
@@ -132,8 +139,7 @@ class _Thread:
         self.ke = self.kw0 = self.ktm = self.kts = 0
         # ... and every lane of each warp knows its own warp's lanes up to these
         self.lane = self.s_lane = 0
-        self.groups = {g: 0 for g in GROUPS}
-        self.retired = {g: 0 for g in GROUPS}
+        self.groups = {g: AsyncGroups() for g in GROUPS}  # committed and retired, per kind
         self.reach = 0
         self.done = False
 
@@ -226,8 +232,9 @@ class Executor:
         t.s_lane = max(t.s_lane, t.kts)
         for g in GROUPS:
             lane = self.group_lane[(i, g)]
-            if vc[lane] > t.retired[g]:
-                t.retired[g] = min(vc[lane], t.groups[g])
+            groups = t.groups[g]  # the role learns what another lane saw retired
+            if vc[lane] > groups.retired:
+                groups.retired = min(vc[lane], groups.committed)
 
     def sync_role(self, t: _Thread) -> None:
         """Every thread of the role met every other (a barrier over the whole role)."""
@@ -589,17 +596,15 @@ class Executor:
             if ev.collective:
                 t.s_lane = t.c
             lane = self.group_lane[(i, ev.group)]
-            done = max(0, t.groups[ev.group] - ev.pending)
-            t.retired[ev.group] = max(t.retired[ev.group], done)
-            t.know[lane] = max(t.know[lane], t.retired[ev.group])
+            retired = t.groups[ev.group].wait(ev.pending)
+            t.know[lane] = max(t.know[lane], retired)
             self.step_text(ev, f"{ev.source} pending={ev.pending}: "
-                               f"{t.retired[ev.group]} group(s) done")
+                               f"{retired} group(s) done")
         return True
 
     def compute(self, i: int, t: _Thread, ev: Event) -> None:
         if ev.group:
-            t.groups[ev.group] += 1
-            ordinal = t.groups[ev.group]
+            ordinal = t.groups[ev.group].commit()
             lane = self.group_lane[(i, ev.group)]
             for m in ev.mem:
                 if m.who == "engine" or m.space == "reg":
@@ -659,15 +664,16 @@ class Executor:
             return False  # blocked at bar.sync until the instance completes
         t.c += 1
         vc = self.view(t, "T")
-        if bar.instance >= 1 and bar.instance - 1 in bar.done and \
-                not _leq(bar.done[bar.instance - 1], self.weakest(t)):
+        instance = bar.state.instance
+        if instance >= 1 and instance - 1 in bar.done and \
+                not _leq(bar.done[instance - 1], self.weakest(t)):
             self.record(
                 "named-premature",
                 f"{ev.role} arrives at named barrier {nid} ({ev.where()}) without being "
-                f"ordered after instance {bar.instance - 1} completes: its threads can be "
+                f"ordered after instance {instance - 1} completes: its threads can be "
                 "counted in that instance instead",
                 (ev,), str(nid), id=nid)
-        room = declared - bar.arrived
+        room = declared - bar.state.arrived
         if ev.n > room:
             self.record(
                 "named-split",
@@ -675,17 +681,16 @@ class Executor:
                 f"declared for {declared} with {room} place(s) left: the role's warps are "
                 "split across two instances of the barrier",
                 (ev,), str(nid), id=nid, threads=ev.n, declared=declared, room=room)
-        bar.arrived += ev.n
         _join(bar.acc, vc)
         bar.members.append(ev)
         what = "CTA barrier (bar.sync 0)" if nid == 0 else f"named barrier {nid}"
         if ev.derived:
             what += f", role sync inserted for {ev.derived}"
-        if bar.arrived >= declared:
-            bar.arrived -= declared
+        bar.state.threads = declared
+        completed, _ = bar.state.arrive(ev.n)  # threads over the room start the next one
+        if completed:
             done = list(bar.acc)
-            bar.done[bar.instance] = done
-            bar.instance += 1
+            bar.done[bar.state.instance - 1] = done
             released = [w for w, _ in bar.waiters] + ([i] if waits else [])
             bar.waiters, bar.acc, bar.members = [], [0] * self.width, []
             for w in released:
@@ -697,7 +702,7 @@ class Executor:
             self.step_text(ev, f"{what} completes")
             return True
         self.step_text(ev, f"{'waits at' if waits else 'arrives at'} {what} "
-                           f"({bar.arrived}/{declared})")
+                           f"({bar.state.arrived}/{declared})")
         if waits:
             bar.waiters.append((i, t.c))
             return False
@@ -781,7 +786,7 @@ class Executor:
             elif ev.kind == "named":
                 nid = ev.named[0]
                 bar = self.named.get(nid)
-                got = bar.arrived if bar else 0
+                got = bar.state.arrived if bar else 0
                 what = "the CTA barrier sync_cta" if nid == 0 else f"named barrier {nid}"
                 parts.append(f"{ev.role} waits at {what} ({ev.where()}) with {got} of "
                              f"{ev.named[1]} threads arrived")
@@ -813,11 +818,12 @@ class Executor:
                                                          "still in flight")]))
         for _i, t in enumerate(self.t):
             for g in GROUPS:
-                left = t.groups[g] - t.retired[g]
+                groups = t.groups[g]
+                left = groups.in_flight
                 if left <= 0:
                     continue
                 late = [ev for ev in t.events if ev.kind == "compute" and ev.group == g]
-                first = late[t.retired[g]] if t.retired[g] < len(late) else late[-1]
+                first = late[groups.retired] if groups.retired < len(late) else late[-1]
                 spelling = "lm.mma_wait" if g == "wgmma" else "lm.store_wait"
                 smem = [m for m in first.mem if m.space == "smem"]
                 self.record(
@@ -825,9 +831,9 @@ class Executor:
                     f"{t.info.role} ends with {left} {first.primitive} group(s) still in "
                     f"flight (first: {first.where()}): no {spelling}(pending=0) retires "
                     "them before the kernel exits",
-                    tuple(late[t.retired[g]:]) or (first,),
-                    smem[0].name if smem else "", group=g, issued=t.groups[g],
-                    retired=t.retired[g])
+                    tuple(late[groups.retired:]) or (first,),
+                    smem[0].name if smem else "", group=g, issued=groups.committed,
+                    retired=groups.retired)
 
 
 def _locs(ev: Event) -> str:
