@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from cakegov.ir.nodes import Call, For, Node, Schedule, Span
-from cakegov.ir.parse import walk_statements
+from cakegov.ir.parse import _NEWLINE, walk_statements
 from cakegov.plugin import Repair
 
 
@@ -57,7 +58,7 @@ class SourceEditor:
 
     def __init__(self, source: str, schedule: Schedule):
         self.source = source
-        self.lines = source.splitlines(keepends=True)
+        self.lines = source_lines_keepends(source)
         self.schedule = schedule
         self.tree = ast.parse(source)
         self._by_line: dict[int, ast.stmt] = {}
@@ -377,22 +378,67 @@ def _paren(text: str) -> str:
     return text if simple else f"({text})"
 
 
-def apply_edits(source: str, edits: list[Edit] | tuple[Edit, ...]) -> str:
-    """`source` with every edit applied (edits must not overlap)."""
-    lines = source.splitlines(keepends=True)
+def source_lines_keepends(source: str) -> list[str]:
+    """The lines of `source` with their line ends, as Python's tokenizer counts them."""
+    return [source[a:b] for a, b in pairwise(line_starts(source))]
+
+
+class EditConflict(ValueError):
+    """Two edits overlap: no order of applying them means what both say."""
+
+
+def line_starts(source: str) -> list[int]:
+    """The offset of every line's first character, lines as Python's tokenizer counts
+    them (`\n`, `\r\n`, `\r`; a form feed is not a line break), plus the end."""
     starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    for m in _NEWLINE.finditer(source):
+        starts.append(m.end())
+    if starts[-1] != len(source):
+        starts.append(len(source))
+    return starts
+
+
+def edit_offsets(source: str, edits: list[Edit] | tuple[Edit, ...],
+                 starts: list[int] | None = None) -> list[tuple[int, int]]:
+    """Character offsets [start, end) of each edit's span in `source` (a line past the
+    end is the end of the text; a column past the end of its line, that line's end)."""
+    starts = line_starts(source) if starts is None else starts
+    last = len(starts) - 1
 
     def offset(line: int, col: int) -> int:
-        if line > len(lines):
+        if line > last:
             return len(source)
-        return starts[line - 1] + col - 1
+        return min(starts[line - 1] + col - 1, starts[line])
 
+    out = []
+    for e in edits:
+        a, b = offset(e.span.line, e.span.col), offset(e.span.end_line, e.span.end_col)
+        if b < a:
+            raise EditConflict(f"edit ends before it starts: {e.span}")
+        out.append((a, b))
+    return out
+
+
+def overlapping(spans: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Indices of two overlapping ranges (an insertion strictly inside a replaced range
+    overlaps it; one at either end does not), or None."""
+    order = sorted(range(len(spans)), key=lambda i: spans[i])
+    for x, y in pairwise(order):
+        if spans[y][0] < spans[x][1]:  # sorted by start: then the ends never decrease
+            return (x, y)
+    return None
+
+
+def apply_edits(source: str, edits: list[Edit] | tuple[Edit, ...]) -> str:
+    """`source` with every edit applied. Edits must not overlap (EditConflict); at one
+    position, insertions go in the order given, before a replacement starting there."""
+    spans = edit_offsets(source, edits)
+    clash = overlapping(spans)
+    if clash is not None:
+        raise EditConflict(f"edits {clash[0]} and {clash[1]} overlap")
     out = source
-    ordered = sorted(edits, key=lambda e: (e.span.line, e.span.col), reverse=True)
-    for edit in ordered:
-        a = offset(edit.span.line, edit.span.col)
-        b = offset(edit.span.end_line, edit.span.end_col)
-        out = out[:a] + edit.text + out[b:]
+    order = sorted(range(len(edits)), key=lambda i: (spans[i][0], spans[i][1] > spans[i][0], i))
+    for i in reversed(order):
+        a, b = spans[i]
+        out = out[:a] + edits[i].text + out[b:]
     return out
