@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cakegov.check.docs_url import anchor
 from cakegov.check.lock import atomic_write
 from cakegov.check.rulebook import PrimitivePlugin, Rulebook, RulePlugin, doc_sections
 from cakegov.plugin import Arg
@@ -211,10 +212,7 @@ def render_rules(book: Rulebook) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _anchor(title: str) -> str:
-    """The anchor GitHub gives a heading (lower case, spaces to dashes, punctuation gone)."""
-    kept = "".join(c for c in title.lower() if c.isalnum() or c in " -_")
-    return kept.replace(" ", "-")
+_anchor = anchor  # one spelling of the anchors, shared with the findings' doc URLs
 
 
 # ---- pages -----------------------------------------------------------------------------

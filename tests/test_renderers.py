@@ -279,3 +279,92 @@ def test_a_sarif_document_that_breaks_the_schema_is_never_written():
         {"message": {"text": "x"}, "level": "fatal"}]}]}
     problems = sarif_problems(bad)
     assert any("name" in p for p in problems) and any("level" in p for p in problems)
+
+
+# ---- what every finding carries -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_report(checker) -> dict:
+    return json.loads(render_json(checker.check_paths([CORPUS]), "0" * 64))
+
+
+def _findings(report: dict) -> list[dict]:
+    return [f for r in report["results"] for f in r["findings"]]
+
+
+def test_stage_is_an_integer_or_null():
+    assert finding(None, stage="stage 3").stage == 3
+    assert finding(None, stage="0").stage == 0
+    assert finding(None, stage=2).stage == 2
+    for bad in ("0..3", "stage", True):
+        with pytest.raises(ValueError, match="integer"):
+            finding(None, stage=bad)
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    stage = schema["$defs"]["Finding"]["properties"]["stage"]
+    assert {t.get("type") for t in stage["anyOf"]} == {"integer", "null"}
+
+
+def test_stage_zero_is_shown_and_fingerprinted():
+    span = Span(line=1, col=1, end_line=1, end_col=2)
+    assert "stage: 0" in render_finding(finding(span, stage=0), [])
+    assert fingerprint(finding(span, stage=0)) != fingerprint(finding(span))
+
+
+def test_corpus_stages_are_integers(corpus_report):
+    stages = [f["stage"] for f in _findings(corpus_report)]
+    assert all(s is None or (isinstance(s, int) and s >= 0) for s in stages)
+    assert any(isinstance(s, int) for s in stages)
+
+
+def test_the_witness_is_stored_once(corpus_report):
+    """The steps live in `evidence.witness` and nowhere else in the finding."""
+    seen = 0
+    for f in _findings(corpus_report):
+        steps = f["evidence"].get("witness")
+        if not steps:
+            continue
+        seen += 1
+        rest = {k: v for k, v in f.items() if k != "evidence"}
+        rest["evidence"] = {k: v for k, v in f["evidence"].items() if k != "witness"}
+        text = json.dumps(rest)
+        assert not [s["text"] for s in steps[:-1] if s["text"] in text], f["code"]
+    assert seen >= 40
+
+
+def test_every_finding_links_the_documentation_of_its_rule(corpus_report, rulebook):
+    from cakegov.check.docs_url import DEFAULT_DOC_BASE, anchor, rule_url
+
+    headings = {anchor(line[3:]) for line in (ROOT / "docs" / "rules.md").read_text(
+        encoding="utf-8").splitlines() if line.startswith("## ")}
+    findings = _findings(corpus_report)
+    for f in findings:
+        url = f["doc_url"]
+        assert url.startswith(DEFAULT_DOC_BASE), url
+        page, _, fragment = url[len(DEFAULT_DOC_BASE):].partition("#")
+        if f["rule"] == "input":
+            assert (page, fragment) == ("language.md", "errors")
+        else:
+            assert page == "rules.md" and fragment in headings, url
+    assert len(findings) >= 80
+    doc = json.loads(render_sarif([], rulebook))
+    for d in doc["runs"][0]["tool"]["driver"]["rules"]:
+        assert d["helpUri"] == rule_url(d["id"], "input" if d["name"] == "InputError"
+                                        else next(r.name for r in rulebook.rules
+                                                  if r.code == d["id"]))
+    assert "\n## Errors\n" in (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
+
+
+def test_the_doc_base_is_the_projects_documentation_url(monkeypatch):
+    import tomllib
+
+    from cakegov.check.docs_url import DEFAULT_DOC_BASE, ENV, rule_url
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["urls"]["Documentation"] == DEFAULT_DOC_BASE
+    monkeypatch.setenv(ENV, "https://example.org/cakegov/docs")
+    assert rule_url("P005", "initial-parity") == \
+        "https://example.org/cakegov/docs/rules.md#p005-initial-parity"
+    monkeypatch.setenv(ENV, "docs/")  # SARIF's helpUri must be an absolute URI
+    with pytest.raises(ValueError, match="absolute"):
+        rule_url("P005", "initial-parity")

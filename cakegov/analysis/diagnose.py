@@ -334,10 +334,16 @@ def parity_is_constant(call: Call, value: int) -> bool:
     return getattr(expr, "kind", "") == "const" and getattr(expr, "value", None) == value
 
 
-def parity_text(call: Call) -> str:
+def parity_text(ctx, call: Call) -> str:
+    """The wait's parity as the schedule writes it (`(k // S) % 2`, not the IR's
+    `((k // 2) % 2)`), falling back to the IR's spelling."""
     from cakegov.ir.expr import render
 
-    expr = getattr(call.args.get("parity"), "expr", None)
+    value = call.args.get("parity")
+    written = ctx.spelling(value) if value is not None else None
+    if written is not None:
+        return written
+    expr = getattr(value, "expr", None)
     return render(expr) if expr is not None else "?"
 
 

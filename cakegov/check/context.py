@@ -10,9 +10,11 @@ from typing import Any
 
 from cakegov.analysis.execute import Anomaly
 from cakegov.analysis.protocol import Bounds, ProtocolResult, analyze
+from cakegov.check.docs_url import rule_url
 from cakegov.check.findings import Finding
 from cakegov.check.repair import Fix, RepairError, SourceEditor, apply_edits
 from cakegov.check.rulebook import PrimitivePlugin, RulePlugin, Target
+from cakegov.check.spelling import Spelling
 from cakegov.corpus.workloads import Workload
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.expr import Const, Env, Expr, Interval, bounds, evaluate
@@ -175,6 +177,29 @@ class CheckContext:
 
     protocol_bounds: Bounds = Bounds()
 
+    # ---- the schedule's own spelling (for prose) --------------------------------------
+
+    @cached_property
+    def _spelling(self) -> Spelling | None:
+        return Spelling(self._source) if self._source is not None else None
+
+    def spelling(self, of: Any, arg: str | None = None) -> str | None:
+        """How the schedule writes an expression, for messages and hints: `of` is a value
+        of a call (`call.args["parity"]`) or, with `arg`, a declaration or call whose
+        keyword argument `arg` is wanted. The text is re-printed from the source's syntax
+        tree (names as written, comments dropped); None when it cannot be found."""
+        if self._spelling is None:
+            return None
+        if arg is not None:
+            if isinstance(of, Call) and arg in of.arg_spans:
+                found = self._spelling.of_span(of.arg_spans[arg])
+                if found is not None:
+                    return found
+            span = getattr(of, "span", None)
+            return self._spelling.of_arg(span.line, arg) if span is not None else None
+        span = of if isinstance(of, Span) else getattr(of, "span", None)
+        return self._spelling.of_span(span) if span is not None else None
+
     # ---- repairs (trusted: the source never reaches a rule) -------------------------
 
     def claimed(self) -> set[tuple]:
@@ -330,13 +355,14 @@ def _multiset(anomalies) -> dict[tuple[str, str], int]:
 
 # What a rule may read: the typed IR, the analyses, the target and the findings so far.
 # Not the file name, the raw source, comments or labels (the gate also hands workers
-# blinded copies under neutral names, so this is not the only line of defence).
+# blinded copies under neutral names, so this is not the only line of defence); `spelling`
+# gives one argument expression re-printed from the syntax tree, never a comment.
 RULE_API: frozenset[str] = frozenset({
     "schedule", "target", "workload", "primitives", "known_targets", "view", "decl",
     "decls", "layout", "lowered", "lowering_error", "protocol", "protocol_only",
     "protocol_bounds", "claimed", "unclaimed", "attempt", "pipeline_stages", "shapes",
     "calls", "node_at", "effects", "env", "loop_ranges", "value_range", "evaluate",
-    "findings", "strict",
+    "findings", "strict", "spelling",
 })
 
 
@@ -363,7 +389,7 @@ class RuleContext:
         hint: str | None = None,
         resource: str | None = None,
         role: str | None = None,
-        stage: str | None = None,
+        stage: int | None = None,
         evidence: dict[str, Any] | None = None,
         path: str | None = None,
         span: Span | None = None,
@@ -392,4 +418,5 @@ class RuleContext:
                       **({"anomalies": [list(_key_of(a)) for a in explains]} if explains
                          else {})},
             fixes=(fix,) if fix is not None else (),
+            doc_url=rule_url(self.rule.code, self.rule.name),
         )

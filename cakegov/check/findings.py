@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cakegov.check.repair import Fix
 from cakegov.ir.nodes import Span
@@ -30,11 +30,26 @@ class Finding(BaseModel):
     span: Span | None = None
     resource: str | None = None
     role: str | None = None
-    stage: str | None = None
+    stage: int | None = None
     condition: str = ""
     hint: str | None = None
     evidence: dict[str, Any] = Field(default_factory=dict)
     fixes: tuple[Fix, ...] = ()
+    doc_url: str | None = None  # the rule's section of docs/rules.md (docs_url.py)
+
+    @field_validator("stage", mode="before")
+    @classmethod
+    def _stage_index(cls, value: Any) -> Any:
+        """A stage is one ring index: `3`, also written `"3"` or `"stage 3"`; a range or
+        any other text is not a stage (put it in `evidence`)."""
+        if isinstance(value, str):
+            text = value.strip().removeprefix("stage").strip()
+            if not text.isdigit():
+                raise ValueError(f"a stage is an integer index, not {value!r}")
+            return int(text)
+        if isinstance(value, bool):
+            raise ValueError("a stage is an integer index, not a boolean")
+        return value
 
     def sort_key(self) -> tuple:
         line = self.span.line if self.span else 0

@@ -11,7 +11,9 @@ from typing import Any
 from urllib.parse import quote
 
 from cakegov import __version__
+from cakegov.check.docs_url import doc_base, rule_url
 from cakegov.check.findings import FileResult, Finding
+from cakegov.check.repair import Fix
 from cakegov.check.rulebook import Rulebook
 from cakegov.ir import errors
 
@@ -29,7 +31,8 @@ _INPUT_CODES = {
 
 
 def fingerprint(f: Finding) -> str:
-    key = "\x1f".join([f.code, f.file, f.path, f.resource or "", f.role or "", f.stage or "",
+    stage = "" if f.stage is None else str(f.stage)  # stage 0 is a stage
+    key = "\x1f".join([f.code, f.file, f.path, f.resource or "", f.role or "", stage,
                        f.message if f.authority in ("input", "internal") else ""])
     return hashlib.sha256(key.encode()).hexdigest()
 
@@ -47,6 +50,7 @@ def _uri(file: str, root: Path | None) -> str:
 
 
 def _descriptors(rulebook: Rulebook) -> list[dict]:
+    base = doc_base()
     out = []
     for rule in rulebook.rules:
         out.append({
@@ -55,6 +59,7 @@ def _descriptors(rulebook: Rulebook) -> list[dict]:
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": rule.section("What it does") or rule.summary},
             "help": {"text": rule.doc, "markdown": rule.doc},
+            "helpUri": rule_url(rule.code, rule.name, base),
             "defaultConfiguration": {"level": _LEVEL[rule.severity]},
             "properties": {"category": rule.category, "status": rule.status,
                            "version": rule.version, "tags": [rule.category, rule.name]},
@@ -64,6 +69,7 @@ def _descriptors(rulebook: Rulebook) -> list[dict]:
             "id": code, "name": "InputError",
             "shortDescription": {"text": text},
             "defaultConfiguration": {"level": "error"},
+            "helpUri": rule_url(code, "input", base),
             "properties": {"category": "input"},
         })
     return out
@@ -86,8 +92,12 @@ def _result(f: Finding, index: dict[str, int], root: Path | None) -> dict:
         "partialFingerprints": {"cakegovFinding/v1": fingerprint(f)},
         "properties": {k: v for k, v in (("resource", f.resource), ("role", f.role),
                        ("stage", f.stage), ("condition", f.condition),
-                       ("authority", f.authority)) if v},
+                       ("authority", f.authority)) if v is not None and v != ""},
     }
+    fixes = [_fix(fix, f.file, root) for fix in f.fixes if fix.edits
+             and fix.applicability != "none"]
+    if fixes:
+        result["fixes"] = fixes
     if f.code in index:
         result["ruleIndex"] = index[f.code]
     steps = f.evidence.get("witness")
@@ -101,6 +111,24 @@ def _result(f: Finding, index: dict[str, int], root: Path | None) -> dict:
                 "message": {"text": str(s.get("text", ""))}}}
             for s in steps]}]}]
     return result
+
+
+def _fix(fix: Fix, file: str, root: Path | None) -> dict:
+    """A SARIF fix: one artifactChange of the finding's file, a replacement per edit (an
+    empty deletedRegion inserts). `machine` and `maybe` fixes are rendered, advice is
+    not; the applicability is a property (SARIF has none)."""
+    return {
+        "description": {"text": fix.description},
+        "artifactChanges": [{
+            "artifactLocation": {"uri": _uri(file, root)},
+            "replacements": [{
+                "deletedRegion": {"startLine": e.span.line, "startColumn": e.span.col,
+                                  "endLine": e.span.end_line, "endColumn": e.span.end_col},
+                "insertedContent": {"text": e.text},
+            } for e in fix.edits],
+        }],
+        "properties": {"applicability": fix.applicability},
+    }
 
 
 def render_sarif(results: list[FileResult], rulebook: Rulebook, root: Path | None = None

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cakegov.check.findings import FileResult, Finding
+from cakegov.check.repair import Edit
 from cakegov.ir.parse import source_lines
 
 _LEVEL = {"blocking": "error", "report": "warning", "hint": "help"}
@@ -38,7 +39,7 @@ def render_finding(f: Finding, lines: list[str]) -> str:
             out.append(f"{f.span.line} | {text}")
             out.append(f"{gutter} | {' ' * (f.span.col - 1)}{'^' * length}")
     where = [f"{k}: {v}" for k, v in (("resource", f.resource), ("role", f.role),
-                                          ("stage", f.stage)) if v]
+                                          ("stage", f.stage)) if v is not None and v != ""]
     if where:
         out.append(f"   = {'   '.join(where)}")
     out.append(f"   = at: {f.path}")
@@ -57,14 +58,32 @@ def render_finding(f: Finding, lines: list[str]) -> str:
     if f.hint:
         out.append(f"   = help: {f.hint}")
     for fix in f.fixes:
-        for edit in fix.edits:
-            what = "insert" if (edit.span.line, edit.span.col) == (edit.span.end_line,
-                                                                   edit.span.end_col) \
-                else "replace"
-            shown = edit.text.strip() or "(delete)"
-            out.append(f"   = fix ({fix.applicability}): line {edit.span.line}: {what} "
-                       f"`{shown}`")
+        out.append(f"   = fix ({fix.applicability}): {fix.description}")
+        out.extend(f"       {edit_text(edit, lines)}" for edit in fix.edits)
     return "\n".join(out)
+
+
+def _shown(text: str) -> str:
+    return "`" + text.replace("\n", "\\n") + "`"
+
+
+def edit_text(edit: Edit, lines: list[str]) -> str:
+    """One edit as `LINE:COL: replace `old` with `new`` (insert, delete), in the source's
+    own text; a multi-line or unreadable old text is named by its lines only."""
+    s = edit.span
+    at = f"{s.line}:{s.col}"
+    new = edit.text
+    if (s.line, s.col) == (s.end_line, s.end_col):
+        return f"{at}: insert {_shown(new)}"
+    old = None
+    if s.line == s.end_line and 1 <= s.line <= len(lines):
+        old = lines[s.line - 1][s.col - 1:s.end_col - 1]
+    elif s.end_col == 1 and s.end_line == s.line + 1 and 1 <= s.line <= len(lines):
+        old = lines[s.line - 1][s.col - 1:] + "\n"  # a whole line with its end
+    what = _shown(old) if old is not None else f"lines {s.line}-{s.end_line}"
+    if not new:
+        return f"{at}: delete {what}"
+    return f"{at}: replace {what} with {_shown(new)}"
 
 
 def render_text(results: list[FileResult], *, show_clean: bool = True,

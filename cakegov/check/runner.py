@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cakegov.check.context import CheckContext, RuleContext
+from cakegov.check.docs_url import rule_url
 from cakegov.check.findings import FileResult, Finding, verdict_of
 from cakegov.check.rulebook import Rulebook, RulePlugin
 from cakegov.corpus.workloads import Workload
@@ -33,6 +34,7 @@ def _input_finding(file: str, exc: InputError) -> Finding:
     return Finding(
         code=exc.code, rule="input", severity="blocking", authority="input",
         message=exc.message, file=file, path="source", span=exc.span, hint=exc.hint,
+        doc_url=rule_url(exc.code, "input"),
     )
 
 
@@ -74,6 +76,7 @@ class Checker:
             return FileResult(file=file, verdict="error", findings=(Finding(
                 code="E106", rule="input", severity="blocking", authority="input",
                 message=f"cannot read file: {reason}", file=file, path="source",
+                doc_url=rule_url("E106", "input"),
             ),))
 
         if path.exists() and not path.is_file():  # a directory, FIFO or device
@@ -112,7 +115,7 @@ class Checker:
                 return FileResult(file=file, verdict="error", findings=(*findings, Finding(
                     code="P098", rule="protocol-bounds", severity="blocking",
                     authority="internal", message=f"the protocol analysis failed: {tb}",
-                    file=file, path="schedule")))
+                    file=file, path="schedule", doc_url=rule_url("P098", "protocol-bounds"))))
         else:
             ctx.__dict__["protocol"] = None
         # Repairs are first accepted only when they leave no anomaly at all, so that the
@@ -146,7 +149,7 @@ class Checker:
                 findings.append(Finding(
                     code=rule.code, rule=rule.name, severity="blocking", authority="internal",
                     message=f"rule {rule.code} {rule.name} crashed: {tb}", file=file,
-                    path="schedule",
+                    path="schedule", doc_url=rule_url(rule.code, rule.name),
                 ))
 
     def context(self, schedule, file: str) -> CheckContext:

@@ -43,7 +43,7 @@ from cakegov.plugin import Repair
 
 CODE = "P010"
 NAME = "early-release"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -96,7 +96,7 @@ def _report(ctx, anomaly, attempt, cand):
         condition="a stage read by lm.mma_async is released only after an lm.mma_wait "
                   "retires that group",
         hint=attempt.fix.description, resource=anomaly.resource, role=mma.role,
-        stage=str(stage) if stage is not None else None,
+        stage=stage,
         evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
 
 

@@ -45,7 +45,7 @@ from cakegov.analysis.diagnose import (
 
 CODE = "P011"
 NAME = "elected-arrive"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -94,7 +94,7 @@ def _report(ctx, anomaly, attempt, cand):
         condition="an arrive by one elected thread carries only that thread's accesses; the "
                   "others are ordered before it by __syncwarp or a barrier over the role",
         hint=attempt.fix.description, resource=anomaly.resource, role=first.role,
-        stage=str(stage) if stage is not None else None,
+        stage=stage,
         evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
 
 

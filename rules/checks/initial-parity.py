@@ -45,7 +45,7 @@ from cakegov.plugin import Repair
 
 CODE = "P005"
 NAME = "initial-parity"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -75,7 +75,7 @@ def _report(ctx, anomaly, attempt, cand):
     new = attempt.fix.edits[0].text
     return ctx.finding(
         wait,
-        f"`{barrier}` is waited on with parity {parity_text(wait)}, inverted at every "
+        f"`{barrier}` is waited on with `parity={parity_text(ctx, wait)}`, inverted at every "
         f"execution of this wait: with `parity={new}` it observes the phases it needs",
         condition="the wait observes the phase whose completion covers what it guards",
         hint=f"use `parity={new}`", resource=barrier, role=_role(wait.path),

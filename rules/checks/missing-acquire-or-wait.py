@@ -49,7 +49,7 @@ from cakegov.plugin import Repair
 
 CODE = "P008"
 NAME = "missing-acquire-or-wait"
-VERSION = "2.1.0"
+VERSION = "2.2.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -137,7 +137,7 @@ def _report(ctx, anomaly, attempt, cand):
         condition="a producer waits for a stage to be handed back before refilling it; a "
                   "consumer waits for a stage's data before reading it",
         hint=attempt.fix.description, resource=resource, role=role or None,
-        stage=str(stage) if stage is not None else None,
+        stage=stage,
         evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
 
 

@@ -46,7 +46,7 @@ from cakegov.plugin import Repair
 
 CODE = "P007"
 NAME = "parity-aliasing"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -114,5 +114,5 @@ def check(ctx):
                       "phase behind it",
             hint=fix.description, resource=bar.name,
             role=waiter.role if waiter is not None else None,
-            stage=str(stage) if stage is not None else None,
+            stage=stage,
             evidence=evidence(anomaly, stages=bar.stages), fix=fix, explains=explains)

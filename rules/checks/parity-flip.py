@@ -41,7 +41,7 @@ from cakegov.plugin import Repair
 
 CODE = "P006"
 NAME = "parity-flip"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -69,7 +69,7 @@ def _report(ctx, anomaly, attempt, cand):
     new = attempt.fix.edits[0].text
     return ctx.finding(
         wait,
-        f"`{barrier}` is waited on with parity {parity_text(wait)}, which does not follow "
+        f"`{barrier}` is waited on with `parity={parity_text(ctx, wait)}`, which does not follow "
         f"the phases this wait observes; `parity={new}` flips with them",
         condition="the parity of each wait follows the phase sequence it observes on its "
                   "slot",

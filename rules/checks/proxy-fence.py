@@ -34,7 +34,7 @@ from cakegov.plugin import Repair
 
 CODE = "P013"
 NAME = "proxy-fence"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -66,7 +66,7 @@ def _report(ctx, anomaly, attempt, cand):
         condition="generic-proxy writes to shared memory are followed by fence.proxy.async in "
                   "the writer before the hand-off to an async-proxy reader",
         hint=attempt.fix.description, resource=anomaly.resource, role=writer.role,
-        stage=str(stage) if stage is not None else None,
+        stage=stage,
         evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
 
 

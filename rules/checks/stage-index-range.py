@@ -34,7 +34,7 @@ from cakegov.ir.nodes import BarrierRef, MBarrierDecl, PipelineDecl, SmemDecl, S
 
 CODE = "H006"
 NAME = "stage-index-range"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -55,7 +55,7 @@ def _pipeline_findings(ctx, pipe):
                 condition=f"{name}.stages == {pipe.name}.stages",
                 hint=f"declare `{name}` with `stages={pipe.stages}` (or give the pipeline "
                      f"`stages={decl.stages}`)",
-                resource=name, stage=f"0..{pipe.stages - 1}",
+                resource=name,
                 evidence={"pipeline_stages": pipe.stages, "buffer_stages": decl.stages},
             )
 
@@ -99,19 +99,28 @@ def _index_finding(ctx, site, value, decl, kind):
         return None
     lo, hi = found
     values = f"is {lo}" if lo == hi else f"takes values {lo}..{hi}"
+    count = ctx.spelling(decl, "stages") or str(stages)  # `S` where the source says so
     if stages == 1:
         fix = f"use `{decl.name}[0]` (its only stage)"
     else:
-        fix = f"index with `% {stages}` (e.g. `{decl.name}[k % {stages}]`)"
+        fix = f"index with `% {count}` (e.g. `{decl.name}[k % {count}]`)"
     return ctx.finding(
         call, f"{_what(kind)} `{decl.name}` has "
         f"{'1 stage (index 0)' if stages == 1 else f'{stages} stages (0..{stages - 1})'} "
-        f"but its index `{render(index)}` {values}",
+        f"but its index `{_index_text(ctx, value, index)}` {values}",
         condition=f"0 <= index < stages {stages} for every iteration and check shape",
         hint=f"{fix}, or declare `{decl.name}` with `stages={max(hi + 1, stages)}`",
-        resource=decl.name, role=site.role.name, stage=f"{lo}..{hi}", span=span,
-        evidence={"stages": stages, "range": [lo, hi]},
+        resource=decl.name, role=site.role.name, stage=hi if hi >= stages else lo,
+        span=span, evidence={"stages": stages, "range": [lo, hi]},
     )
+
+
+def _index_text(ctx, value, index):
+    """The index as the schedule writes it (`k % S` in `a_s[k % S]`), else the IR's."""
+    written = ctx.spelling(value) or ""
+    if written.endswith("]") and "[" in written:
+        return written[written.index("[") + 1:-1]
+    return render(index)
 
 
 def check(ctx):

@@ -37,7 +37,7 @@ from cakegov.ir.nodes import SWIZZLE_BYTES, SmemDecl
 
 CODE = "H003"
 NAME = "swizzle-alignment"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -86,7 +86,7 @@ def _stage_off_repeat(ctx, decl, repeat, key):
         condition=f"stage bytes {decl.stage_bytes} % {key} {repeat} == 0",
         hint=f"make each stage a multiple of {repeat} bytes (more rows per tile), or use "
              "a narrower swizzle",
-        resource=decl.name, stage="1",
+        resource=decl.name, stage=1,
         evidence={"stage_bytes": decl.stage_bytes, "repeat": repeat,
                   "source": ctx.target.source(key)},
     )

@@ -31,7 +31,7 @@ from cakegov.check.repair import Fix
 
 CODE = "P018"
 NAME = "uninitialized-smem-read"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -63,6 +63,6 @@ def check(ctx):
             condition="every shared-memory read is preceded (in happens-before) by a write "
                       "of its bytes",
             hint=fix.description, resource=anomaly.resource, role=ev.role,
-            stage=str(stage) if stage is not None else None, evidence=evidence(anomaly),
+            stage=stage, evidence=evidence(anomaly),
             fix=fix, explains=[a for a in ctx.unclaimed(("uninit",))
                                if a.resource == anomaly.resource])
