@@ -120,6 +120,10 @@ def check(
                       "to this file instead of standard output.")] = None,
     record: Annotated[bool, typer.Option("--record", help="Append one check record per "
                       "file, with its source, to the audit ledger.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Apply the machine-applicable fixes "
+                   "in place (atomically), re-check, and report what was fixed and what "
+                   "remains (on standard error); the report and exit status are the "
+                   "re-check's.")] = False,
     ledger: LedgerOpt = None,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
@@ -143,7 +147,15 @@ def check(
         raise usage_error(f"no such file or directory: {', '.join(missing)}")
     only = frozenset(select) if select else None
     checker = Checker(book, wls, target_override=target, preview=preview, only=only)
-    results = checker.check_paths(paths)
+    if fix:
+        from cakegov.check.fix import fix_paths, render_fix_summary
+
+        fixed = fix_paths(checker, paths)
+        results = [r.after for r in fixed]
+        if results:
+            err.print(render_fix_summary(fixed), end="", markup=False)
+    else:
+        results = checker.check_paths(paths)
     if not results:
         raise usage_error("no *.cake schedules found")
     if record:
