@@ -241,8 +241,9 @@ def test_modulo_larger_than_stages_reports_range(checker):
                    ("a_s[k % S].load(", "a_s[k % 8].load("))
     [f] = findings(checker, text, "H006")
     assert f.span.line == line_of(text, "a_s[k % 8].load(")
-    assert f.stage == "0..7" and "4 stages (0..3)" in f.message
-    assert "`(k % 8)` takes values 0..7" in f.message
+    assert f.stage == 7 and f.evidence["range"] == [0, 7]  # the first stage out of range
+    assert "4 stages (0..3)" in f.message
+    assert "`k % 8` takes values 0..7" in f.message  # as the source writes it
 
 
 def test_multistage_view_without_index(checker):
@@ -254,7 +255,7 @@ def test_multistage_view_without_index(checker):
 def test_raw_barrier_index_past_last_stage(checker):
     text = variant(GEMM_RAW, ("empty[k % S].arrive()", "empty[k % S + 1].arrive()"))
     [f] = findings(checker, text, "H006")
-    assert f.resource == "empty" and f.stage == "1..2"
+    assert f.resource == "empty" and f.stage == 2 and f.evidence["range"] == [1, 2]
 
 
 def test_pipeline_buffer_stage_mismatch_reported_once_at_declaration(checker):
