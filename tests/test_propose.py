@@ -125,8 +125,10 @@ def test_good_rule_is_eligible_and_recorded(eligible, monkeypatch):
     monkeypatch.chdir(project)
     assert code == 0, md
     assert data["verdict"] == "eligible" and data["exit_code"] == 0
-    assert md.startswith(MARKER + "\n### ✅ Eligible for merge: 1 new catch, 0 new false")
-    assert f"<code>{MOTIVATING}</code>: new catch (R020), clean → rejected" in md
+    assert md.startswith(MARKER + "\n### ✅ Eligible for merge: 0 valid schedules newly "
+                         "rejected, 0 lost catches, 1 new catch, 0 changed diagnostics")
+    assert "#### New catches (1)\n\n<details open><summary>" \
+        f"<code>{MOTIVATING}</code> (invalid) R020: clean → rejected; simulator: confirmed" in md
     assert "error[R020]: `loader` writes register fragment `y`" in md
     # the simulator reproduces the defect: the new catch is confirmed dynamically
     assert "| simulator | confirmed | uninitialised read: line 24: worker warp 0: " \

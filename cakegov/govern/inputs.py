@@ -54,6 +54,7 @@ class Setup:
     contract: list[dict[str, Any]]
     motivating: dict[str, list[str]]  # changed check relpath -> MOTIVATED_BY
     lock_problems: list[str] = field(default_factory=list)  # the candidate's own lock
+    prefix: str = ""  # the project root inside the git repository, "" or "sub/dir"
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -199,7 +200,7 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         corpus_dirs=[_rel(d, root) for d in dirs], cases=ordered, total=total,
         unlabelled=sorted(unlabelled), external=sorted(external), base_lock=base_lock,
         head=head, dirty=dirty, contract=contract,
-        motivating=motivating,
+        motivating=motivating, prefix=prefix,
         lock_problems=changes.stale_lock(cand_rules) if mode == "working-tree" else [])
 
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cakegov.check.findings import (
     EXIT_CLEAN,
@@ -27,6 +27,30 @@ from cakegov.govern.changes import ProposalInputError
 FlipKind = Literal["new_catch", "new_false_positive", "lost_catch", "changed_diagnostic",
                    "removed_false_positive"]
 BLOCKING_FLIPS: frozenset[str] = frozenset({"new_false_positive", "lost_catch"})
+# The report's sections of flipped schedules, decisive first. A schedule belongs to every
+# section one of its flip kinds puts it in (`flip_sections`); a new false positive on a
+# valid schedule (it is newly rejected) and one at an unlabelled place on an invalid
+# schedule (it was rejected already) are different facts and never share a section.
+SectionKind = Literal["valid_newly_rejected", "lost_catch", "new_catch", "changed_diagnostic",
+                      "unlabelled_fire", "removed_false_positive"]
+SECTIONS: tuple[tuple[SectionKind, str, tuple[str, str]], ...] = (
+    ("valid_newly_rejected", "Valid schedules newly rejected",
+     ("valid schedule newly rejected", "valid schedules newly rejected")),
+    ("lost_catch", "Lost catches", ("lost catch", "lost catches")),
+    ("new_catch", "New catches", ("new catch", "new catches")),
+    ("changed_diagnostic", "Changed diagnostics", ("changed diagnostic", "changed diagnostics")),
+    ("unlabelled_fire", "Fires at an unlabelled place on an invalid schedule",
+     ("fire at an unlabelled place on an invalid schedule",
+      "fires at unlabelled places on invalid schedules")),
+    ("removed_false_positive", "False positives that went away",
+     ("false positive that went away", "false positives that went away")),
+)
+# the sections a one-line decision counts even when they are empty
+HEADLINE_SECTIONS: tuple[SectionKind, ...] = ("valid_newly_rejected", "lost_catch",
+                                              "new_catch", "changed_diagnostic",
+                                              "unlabelled_fire")
+VERDICT_TITLES = {"eligible": "Eligible for merge", "blocked": "Blocked",
+                  "evidence-unavailable": "Required evidence unavailable", "error": "Error"}
 Verdict = Literal["eligible", "blocked", "evidence-unavailable", "error"]
 COST_LIMIT = 2.0
 COST_MIN_SCHEDULES = 10  # a median of fewer samples is noise
@@ -134,6 +158,47 @@ class Flip(_Model):
     # where the candidate result came from: "trusted" (recomputed without proposed code,
     # govern/trusted.py) or "proposed" (the schedule needs a proposed primitive or target)
     source: Literal["trusted", "proposed"] = "trusted"
+    # the report sections it belongs to: always `flip_sections(kinds, valid)`, filled in
+    # when absent and refused when it disagrees (an artifact cannot re-file a schedule)
+    sections: list[SectionKind] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sections_follow_from_the_kinds(self) -> Flip:
+        expected = flip_sections(self.kinds, self.valid)
+        if not self.sections:
+            object.__setattr__(self, "sections", expected)  # frozen: set once, here
+        elif self.sections != expected:
+            raise ValueError(f"sections {self.sections} do not follow from kinds "
+                             f"{self.kinds} (valid: {self.valid}): expected {expected}")
+        return self
+
+
+def flip_sections(kinds: list[FlipKind] | list[str], valid: bool) -> list[SectionKind]:
+    """The report sections a flipped schedule with these flip kinds belongs to, in the
+    report's order."""
+    has = set(kinds)
+    member = {"valid_newly_rejected": valid and "new_false_positive" in has,
+              "lost_catch": "lost_catch" in has, "new_catch": "new_catch" in has,
+              "changed_diagnostic": "changed_diagnostic" in has,
+              "unlabelled_fire": not valid and "new_false_positive" in has,
+              "removed_false_positive": "removed_false_positive" in has}
+    return [kind for kind, _, _ in SECTIONS if member[kind]]
+
+
+def decision_line(verdict: str, flips: list[Flip], blockers: int) -> str:
+    """The verdict in words with the count of each decisive section: `Blocked: 3 valid
+    schedules newly rejected, 0 lost catches, ...; 2 blockers`."""
+    counts = {kind: 0 for kind, _, _ in SECTIONS}
+    for flip in flips:
+        for kind in flip.sections:
+            counts[kind] += 1
+    words = {kind: w for kind, _, w in SECTIONS}
+    shown = [k for k, _, _ in SECTIONS if k in HEADLINE_SECTIONS or counts[k]]
+    parts = [f"{counts[k]} {words[k][0] if counts[k] == 1 else words[k][1]}" for k in shown]
+    line = f"{VERDICT_TITLES.get(verdict, verdict)}: {', '.join(parts)}"
+    if blockers:
+        line += f"; {blockers} {'blocker' if blockers == 1 else 'blockers'}"
+    return line
 
 
 class RuleFailure(_Model):
@@ -188,6 +253,19 @@ class GpuInfo(_Model):
     detail: str = ""
 
 
+class SourceLinks(_Model):
+    """Where the judged files can be read on the forge: recorded from the GitHub Actions
+    environment of the run (`GITHUB_SERVER_URL`, `GITHUB_REPOSITORY`; `sha` is the commit
+    that was checked out and judged, in the gate the pull request's merge commit,
+    `GITHUB_SHA`). The report builds its links from these in trusted code, after checking
+    each part's form; a job that re-renders the JSON uses its own server and repository."""
+
+    server_url: str
+    repository: str
+    sha: str
+    prefix: str = ""  # the project root inside the repository, "" or ending in "/"
+
+
 class Provenance(_Model):
     base_ref: str
     base_how: str
@@ -201,6 +279,7 @@ class Provenance(_Model):
     corpus_digest: str
     machine: Machine
     gpu: GpuInfo
+    links: SourceLinks | None = None
 
 
 class RuleCost(_Model):

@@ -2,20 +2,30 @@
 comment and job summary), standalone HTML with inline SVG charts, JSON (the model) and
 SARIF of the findings the candidate adds.
 
+Decision first: the verdict with the count of each decisive section, the blockers, then
+the flipped schedules by section (valid schedules newly rejected, lost catches, new
+catches, changed diagnostics, fires at an unlabelled place on an invalid schedule, false
+positives that went away), each schedule with a diff of its findings and, when the run
+recorded where its commit lives, links to the lines; then the change, the confusion table
+(changed rules; the unchanged ones in one line with their totals), cost and provenance.
+
 Templates (cakegov/govern/templates/, Jinja2, StrictUndefined) only place what this module
-has prepared: every string, table row and chart coordinate is computed here. The Markdown
-fits GitHub's comment limit: when the full text is too long, flipped-schedule details are
-shed step by step (finding text, then evidence, then schedules beyond a count); the
-verdict, the blockers and every rule of the confusion table always stay, and the report
-says what was cut."""
+has prepared: every string, table row, link and chart coordinate is computed here. The
+Markdown fits GitHub's comment limit: when the full text is too long, flipped-schedule
+details are shed step by step (finding diffs and links, then evidence, then schedules
+beyond a count, the least decisive sections first); the verdict, the blockers, every
+section's count and every rule of the confusion table always stay, and the report says
+what was cut."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
@@ -24,7 +34,17 @@ from cakegov.check.findings import FileResult, Finding
 from cakegov.check.lock import atomic_write
 from cakegov.check.render_sarif import render_sarif
 from cakegov.check.render_text import render_finding
-from cakegov.govern.models import COST_MIN_SCHEDULES, Confusion, ProposalResult, RuleRow
+from cakegov.govern.models import (
+    COST_MIN_SCHEDULES,
+    SECTIONS,
+    VERDICT_TITLES,
+    Confusion,
+    Flip,
+    ProposalResult,
+    RuleRow,
+    SourceLinks,
+    decision_line,
+)
 from cakegov.ir.parse import source_lines
 
 MARKER = "<!-- cakegov-proposal -->"
@@ -38,6 +58,11 @@ KIND_TITLES = {"new_catch": "new catch", "new_false_positive": "new false positi
                "lost_catch": "lost catch", "changed_diagnostic": "changed diagnostic",
                "removed_false_positive": "removed false positive"}
 LIST_CAP = 25
+# text markers of the verdict in Markdown (the words carry it; the symbol only helps)
+VERDICT_MARKS = {"eligible": "✅", "blocked": "❌", "evidence-unavailable": "⚠️", "error": "❌"}
+# sections whose schedules are shown expanded: the facts a reviewer decides on
+OPEN_SECTIONS = frozenset({"valid_newly_rejected", "lost_catch", "new_catch"})
+LINKS_PER_FLIP = 8
 
 
 def _env(markdown: bool = False) -> Environment:
@@ -53,7 +78,20 @@ def _env(markdown: bool = False) -> Environment:
         (lambda s: str(s).replace("|", "\\|").replace("\n", " "))
     env.filters["fence"] = _fence
     env.filters["fenced"] = _fenced
+    env.filters["url"] = (lambda u: Markup(_checked_url(u))) if markdown else _checked_url
     return env
+
+
+_URL = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9%/._~#-]*)?")
+
+
+def _checked_url(url: object) -> str:
+    """A link target this module built: percent-encoded, so it holds nothing that Markdown
+    or HTML would read as structure; anything else is refused (an internal error)."""
+    text = str(url)
+    if not _URL.fullmatch(text):
+        raise ValueError(f"not a link this report builds: {text!r}")
+    return text
 
 
 _MD_SPECIAL = str.maketrans({
@@ -120,34 +158,138 @@ class Level:
     max_flips: int | None = None
 
 
-def _flip_view(result: ProposalResult, root: Path | None, level: Level,
-               cache: dict[str, list[str]]) -> list[dict[str, Any]]:
+_SERVER = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+_REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.-]{1,100}")
+_SHA = re.compile(r"[0-9a-f]{40}")
+_PREFIX = re.compile(r"([A-Za-z0-9_.-]+/)*")
+
+
+def link_base(result: ProposalResult, env: dict[str, str] | None = None) -> str | None:
+    """`https://server/owner/repo/blob/<sha>/<prefix>` for the judged commit, or None.
+
+    The commit is the result's (it is what was judged), and must be the provenance's head
+    commit; the server and the repository are this process's GitHub environment when it
+    has one (a trusted job re-rendering an artifact links into its own repository), else
+    what the run recorded. Every part is checked against its form before it is used."""
+    links: SourceLinks | None = result.provenance.links
+    if links is None:
+        return None
+    env = dict(os.environ) if env is None else env
+    server = env.get("GITHUB_SERVER_URL") or links.server_url
+    repository = env.get("GITHUB_REPOSITORY") or links.repository
+    if not (_SERVER.fullmatch(server) and _REPOSITORY.fullmatch(repository)
+            and _SHA.fullmatch(links.sha) and links.sha == result.provenance.head_commit
+            and _PREFIX.fullmatch(links.prefix) and ".." not in links.prefix.split("/")):
+        return None
+    return f"{server}/{repository}/blob/{links.sha}/{quote(links.prefix)}"
+
+
+def _file_url(base: str, file: str, line: int | None) -> str | None:
+    parts = file.split("/")
+    if not file or file.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        return None
+    return base + quote(file, safe="/") + (f"#L{line}" if line else "")
+
+
+def _links(flip: Flip, base: str | None) -> list[dict[str, str]]:
+    """The lines the flip's findings point at, at the judged commit (the file itself when
+    no finding has a line)."""
+    if base is None:
+        return []
+    lines = sorted({f.span.line for f in [*flip.removed_findings, *flip.new_findings]
+                    if f.span is not None and f.span.line > 0}
+                   | {i.line for i in flip.items if i.line})
     out = []
-    for flip in result.flips:
-        kinds = ", ".join(KIND_TITLES[k] for k in flip.kinds)
-        codes = sorted({i.code for i in flip.items if i.code})
-        ev = flip.evidence
-        out.append({
-            "file": flip.file, "schedule": flip.schedule or "",
-            "title": f"{kinds} ({', '.join(codes)})" if codes else kinds,
-            "verdicts": f"{flip.verdict_before} → {flip.verdict_after}",
-            "labels": flip.labels, "valid": "valid" if flip.valid else "invalid",
-            "blocking": any(k in ("new_false_positive", "lost_catch") for k in flip.kinds),
-            "points": [f"{KIND_TITLES[i.kind]}: {i.message}" for i in flip.items],
-            "new": [_finding_text(f, root, cache) for f in flip.new_findings]
-            if level.findings else [],
-            "removed": [_finding_text(f, root, cache) for f in flip.removed_findings]
-            if level.findings else [],
-            "evidence": [
-                ("simulator", ev.simulator.status, ev.simulator.detail),
-                ("compile", ev.compile.status, ev.compile.detail),
-                ("GPU run", ev.gpu.status, ev.gpu.detail),
-            ] if level.evidence else [],
-            "accepted_by": ev.accepted_by or "neither",
-            "source": "computed by proposed code (it uses a proposed primitive or target)"
-            if flip.source == "proposed" else "recomputed by trusted code",
-        })
+    for line in lines[:LINKS_PER_FLIP] or [None]:
+        url = _file_url(base, flip.file, line)
+        if url is not None:
+            out.append({"label": f"{flip.file}:{line}" if line else flip.file, "url": url})
     return out
+
+
+def _diff(flip: Flip, root: Path | None, cache: dict[str, list[str]]) -> list[str]:
+    """The findings that went away (`-`) and those that came (`+`), each line of each
+    finding prefixed, so that no finding text starts a line of the block."""
+    out = []
+    for sign, found in (("-", flip.removed_findings), ("+", flip.new_findings)):
+        for f in found:
+            out += [f"{sign} {line}".rstrip() for line in
+                    _finding_text(f, root, cache).splitlines()]
+    return out
+
+
+def _item_title(kind: str, valid: bool) -> str:
+    if kind == "new_false_positive":
+        return "valid schedule rejected" if valid else "fires at an unlabelled place"
+    return KIND_TITLES[kind]
+
+
+def _evidence_title(flip: Flip) -> str:
+    side = flip.evidence.accepted_by
+    if side is None:
+        return ("Evidence (both rulebooks reject this schedule: simulated with the base "
+                "rulebook, not compiled)")
+    return f"Evidence (the {side} rulebook accepts it; lowered with that rulebook)"
+
+
+def _flip_view(flip: Flip, root: Path | None, level: Level, cache: dict[str, list[str]],
+               base: str | None, anchor: str) -> dict[str, Any]:
+    codes = sorted({i.code for i in flip.items if i.code})
+    ev = flip.evidence
+    return {
+        "file": flip.file, "schedule": flip.schedule or "", "anchor": anchor,
+        "codes": ", ".join(codes),
+        "verdicts": f"{flip.verdict_before} → {flip.verdict_after}",
+        "labels": flip.labels, "valid": "valid" if flip.valid else "invalid",
+        "blocking": any(k in ("new_false_positive", "lost_catch") for k in flip.kinds),
+        "simulator": ev.simulator.status,
+        "points": [f"{_item_title(i.kind, flip.valid)}: {i.message}" for i in flip.items],
+        "diff": _diff(flip, root, cache) if level.findings else [],
+        "links": _links(flip, base) if level.findings else [],
+        "evidence": [
+            ("simulator", ev.simulator.status, ev.simulator.detail),
+            ("compile", ev.compile.status, ev.compile.detail),
+            ("GPU run", ev.gpu.status, ev.gpu.detail),
+        ] if level.evidence else [],
+        "evidence_title": _evidence_title(flip),
+        "source": "computed by proposed code (it uses a proposed primitive or target)"
+        if flip.source == "proposed" else "recomputed by trusted code",
+    }
+
+
+def _sections(result: ProposalResult, root: Path | None, level: Level
+              ) -> tuple[list[dict[str, Any]], int]:
+    """The flipped schedules by section, decisive first. A schedule is shown in full in
+    the first section it belongs to and named in the others; with `level.max_flips`, only
+    that many are shown in full (in section order) and the rest are counted."""
+    base = link_base(result)
+    cache: dict[str, list[str]] = {}
+    index = {id(f): i for i, f in enumerate(result.flips)}
+    first: dict[int, str] = {}
+    budget = level.max_flips
+    sections, omitted = [], 0
+    for kind, title, _ in SECTIONS:
+        members = [f for f in result.flips if kind in f.sections]
+        entries, hidden = [], 0
+        for flip in members:
+            i = index[id(flip)]
+            if i in first:
+                entries.append({"ref": True, "file": flip.file, "anchor": f"flip-{i + 1}",
+                                "shown_in": first[i]})
+                continue
+            if budget is not None and budget <= 0:
+                hidden += 1
+                continue
+            first[i] = title
+            if budget is not None:
+                budget -= 1
+            entries.append({"ref": False, **_flip_view(flip, root, level, cache, base,
+                                                       f"flip-{i + 1}")})
+        omitted += hidden
+        sections.append({"kind": kind, "title": title, "count": len(members),
+                         "entries": entries, "hidden": hidden, "anchor": kind.replace("_", "-"),
+                         "open": kind in OPEN_SECTIONS})
+    return sections, omitted
 
 
 def _ms(value: float) -> str:
@@ -159,8 +301,7 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
     """Everything the templates print, as strings and lists."""
     level = level or Level()
     p, cost, run = result.provenance, result.timing.cost, result.timing.run
-    flips = _flip_view(result, root, level, {})
-    shown = flips if level.max_flips is None else flips[:level.max_flips]
+    sections, omitted = _sections(result, root, level)
     rules = [{"code": r.code, "name": r.name, "change": r.change,
               "version": _pair(r.version_before, r.version_after) if r.version_before
               != r.version_after else (r.version_after or ""),
@@ -174,7 +315,9 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
     m = p.machine
     return {
         "marker": Markup(MARKER),
-        "summary": result.summary,
+        "headline": decision_line(result.verdict, result.flips, len(result.blockers)),
+        "verdict_mark": VERDICT_MARKS.get(result.verdict, ""),
+        "verdict_title": VERDICT_TITLES.get(result.verdict, result.verdict),
         "verdict": result.verdict,
         "proposed": [{"source": f.source, "placed_at": f.placed_at, "kind": f.kind,
                       "sha": f.sha256[:12]} for f in result.proposed],
@@ -190,11 +333,12 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
                      for c in result.contract_changes if c.kind != "engine"][:LIST_CAP],
         "contract_digest": result.contract_digest,
         "engine_changes": sum(1 for c in result.contract_changes if c.kind == "engine"),
-        "rules": rules,
+        "rules": [r for r in rules if r["changed"]],
+        "unchanged": _unchanged(result.rules, rules),
         "motivating": [{"rule": m_.rule, "file": m_.file, "status": m_.status,
                         "ok": m_.status == "caught", "detail": m_.detail}
                        for m_ in result.motivating],
-        "flips": shown, "flip_count": len(flips), "flips_omitted": len(flips) - len(shown),
+        "sections": sections, "flip_count": len(result.flips), "flips_omitted": omitted,
         "failures": [{"side": f.side, "rule": f.rule or "(worker)", "file": f.file or "",
                       "kind": f.kind, "message": f.message, "where": f.where}
                      for f in result.failures[:LIST_CAP]],
@@ -241,6 +385,18 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
     }
 
 
+def _unchanged(rows: list[RuleRow], views: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rules whose counts and code did not change: one line with their totals, and
+    their rows for whoever opens it."""
+    same = [r for r, v in zip(rows, views, strict=True) if not v["changed"]]
+    total = {a: sum(getattr(r.after or r.before or Confusion(), a) for r in same)
+             for a in ("tp", "fp", "fn")}
+    return {"count": len(same), "rows": [v for v in views if not v["changed"]],
+            "line": f"{len(same)} unchanged {'rule' if len(same) == 1 else 'rules'}: "
+                    f"TP {total['tp']}, FP {total['fp']}, FN {total['fn']} in total, "
+                    "the same before and after"}
+
+
 def _ledger_line(ledger: dict | None) -> str:
     """The record this result became and the ledger head after it, so that a ledger cut
     back later is visible (`cakegov audit verify --head HASH`)."""
@@ -256,8 +412,9 @@ def _ledger_line(ledger: dict | None) -> str:
 # ---- charts --------------------------------------------------------------------------
 
 def _confusion_chart(rules: list[RuleRow]) -> dict[str, Any]:
-    """Grouped bars: per rule, TP/FP/FN before (pale) and after (solid)."""
-    rows = [r for r in rules if r.before != Confusion() or r.after != Confusion()]
+    """Grouped bars: per changed rule, TP/FP/FN before (pale) and after (solid)."""
+    rows = [r for r in rules if (r.change != "unchanged" or r.before != r.after)
+            and (r.before != Confusion() or r.after != Confusion())]
     top = max([1] + [getattr(c, a) for r in rows for c in (r.before, r.after) if c
                      for a in ("tp", "fp", "fn")])
     label_w, col_w, gap, row_h = 190, 150, 60, 22
@@ -322,14 +479,15 @@ def render_markdown(result: ProposalResult, root: Path | None = None,
         cap //= 2
         levels.append(Level(findings=False, evidence=False, max_flips=cap))
     levels.append(Level(findings=False, evidence=False, max_flips=0))
-    cuts = ["", "finding text of flipped schedules", "finding text and evidence of flipped "
-            "schedules"]
+    cuts = ["", "finding diffs and links of flipped schedules", "finding diffs, links and "
+            "evidence of flipped schedules"]
     text = ""
     for i, level in enumerate(levels):
         v = view(result, root, level)
         if i > 0:
             what = cuts[i] if i < len(cuts) else (
-                f"finding text and evidence, and {v['flips_omitted']} of {n} flipped schedules")
+                f"finding diffs, links and evidence, and {v['flips_omitted']} of {n} flipped "
+                "schedules (the least decisive sections first)")
             v["cut"] = (f"Truncated to fit GitHub's {limit:,}-character comment limit: "
                         f"{what} left out. The HTML and JSON reports have everything.")
         text = template.render(**v)
@@ -342,8 +500,11 @@ def render_markdown(result: ProposalResult, root: Path | None = None,
 
 def render_html(result: ProposalResult, root: Path | None = None) -> str:
     v = view(result, root)
-    v["chart_confusion"] = _confusion_chart(result.rules)
-    v["chart_cost"] = _cost_chart(result)
+    chart = _confusion_chart(result.rules)
+    v["chart_confusion"] = chart if chart["rects"] else None
+    cost = result.timing.cost
+    changed = cost.exceeded or not 0.8 <= cost.ratio <= 1.25
+    v["chart_cost"] = _cost_chart(result) if changed and cost.schedules else None
     return _env().get_template("proposal.html.j2").render(**v)
 
 

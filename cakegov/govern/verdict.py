@@ -3,6 +3,8 @@ blockers, notes, and the assembled `ProposalResult`."""
 
 from __future__ import annotations
 
+import os
+import re
 import statistics
 from collections import defaultdict
 from typing import Any
@@ -33,8 +35,10 @@ from cakegov.govern.models import (
     RuleFailure,
     RuleRow,
     RunInfo,
+    SourceLinks,
     Timing,
     decide,
+    decision_line,
     machine,
 )
 
@@ -204,15 +208,21 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
                 grouped[(item.kind, item.code)].append(flip.file)
     for (kind, code), files in sorted(grouped.items(), key=lambda x: (x[0][0], x[0][1] or "")):
         who = f"{code} {names.get(code, '')}".strip() if code else "the candidate"
-        if kind == "new_false_positive":
-            valid = sum(1 for f in flips_ if f.file in files and f.valid)
+        if kind == "new_false_positive":  # the valid schedules it rejects come first
+            valid = {f.file for f in flips_ if f.file in files and f.valid}
+            files = [f for f in files if f in valid] + [f for f in files if f not in valid]
             msg = (f"{who} newly fires where no label expects it on {len(files)} "
-                   f"schedule(s), {valid} of them valid")
+                   f"schedule(s), {len(valid)} of them valid")
+            listed = "; ".join(
+                f"{what}: {_listed(group)}" for what, group in (
+                    (f"valid, newly rejected ({len(valid)})", [f for f in files if f in valid]),
+                    (f"invalid, at an unlabelled place ({len(files) - len(valid)})",
+                     [f for f in files if f not in valid])) if group)
         else:
             msg = f"{who} no longer catches {len(files)} labelled defect(s)"
+            listed = _listed(files)
         out.append(Blocker(kind=kind.replace("_", "-"), rule=code, files=files,
-                           message=f"{msg}: {', '.join(files[:10])}"
-                                   + (f" and {len(files) - 10} more" if len(files) > 10 else "")))
+                           message=f"{msg}: {listed}"))
     base_fail = {(f.rule, f.file, f.kind) for f in v.failures if f.side == "base"}
     by_rule: dict[tuple[str | None, str], list[RuleFailure]] = defaultdict(list)
     for f in v.failures:
@@ -255,6 +265,31 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
             f"the median check time per schedule more than doubled (limit "
             f"{cost_.limit_ratio:g}x); see Verifier cost")))
     return out
+
+
+def _listed(files: list[str], cap: int = 10) -> str:
+    return ", ".join(files[:cap]) + (f" and {len(files) - cap} more" if len(files) > cap
+                                     else "")
+
+
+_SERVER = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]{1,5})?")
+_REPOSITORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9_.-]{1,100}")
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def source_links(head: str, prefix: str, env: dict[str, str] | None = None
+                 ) -> SourceLinks | None:
+    """Where the judged commit can be read, when this runs in GitHub Actions (the gate
+    checks out the pull request's merge commit, `GITHUB_SHA`: the commit judged here, so
+    line numbers are exact there); None elsewhere or when a part is malformed."""
+    env = dict(os.environ) if env is None else env
+    server = env.get("GITHUB_SERVER_URL", "")
+    repository = env.get("GITHUB_REPOSITORY", "")
+    if env.get("GITHUB_ACTIONS") != "true" or not _SERVER.fullmatch(server) or \
+            not _REPOSITORY.fullmatch(repository) or not _SHA.fullmatch(head):
+        return None
+    return SourceLinks(server_url=server, repository=repository, sha=head,
+                       prefix=f"{prefix.strip('/')}/" if prefix.strip("/") else "")
 
 
 def simulator_notes(flips_: list[Flip]) -> list[str]:
@@ -441,19 +476,8 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     notes += [generalisation_note(rel, g) for rel, g in sorted(v.generalisation.items())]
     if accepted:
         notes.append(f"contract change accepted by a maintainer (--accept-contract {digest})")
-    kinds = defaultdict(int)
-    for f in flips_:
-        for item in f.items:
-            kinds[item.kind] += 1
-    head = {"eligible": "✅ Eligible for merge", "blocked": "❌ Blocked",
-            "evidence-unavailable": "⚠️ Required evidence unavailable"}[verdict]
-    counts = ", ".join(plural(kinds[k], *words) for k, words in (
-        ("new_catch", ("new catch", "new catches")),
-        ("new_false_positive", ("new false positive", "new false positives")),
-        ("lost_catch", ("lost catch", "lost catches")),
-        ("changed_diagnostic", ("changed diagnostic", "changed diagnostics"))))
-    summary = f"{head}: {counts}" + (f"; {plural(len(blocks), 'blocker', 'blockers')}"
-                                     if blocks else "")
+    icon = {"eligible": "✅", "blocked": "❌", "evidence-unavailable": "⚠️"}[verdict]
+    summary = f"{icon} {decision_line(verdict, flips_, len(blocks))}"
     valid = sum(1 for c in setup.cases if c.labels.clean)
     corpus_digest = digest_json({"cases": [(c.rel, c.sha256) for c in setup.cases],
                                  "workloads": tree_digest(setup.workloads, ("*.py",))
@@ -482,5 +506,6 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
                 "engine_version", ""), engine_digest=engine_digest(),
             verifier_before=(v.info["base"] or {}).get("digest", ""),
             verifier_after=(v.info["candidate"] or {}).get("digest"),
-            corpus_digest=corpus_digest, machine=machine(), gpu=gpu),
+            corpus_digest=corpus_digest, machine=machine(), gpu=gpu,
+            links=source_links(setup.head, setup.prefix)),
         timing=Timing(cost=cost_, run=run))
