@@ -64,6 +64,12 @@ def rank(cands: list[Candidate], shape: dict[str, int], book: Any,
     if unknown:
         raise RankError(f"--shape: no workload among the candidates has size(s) "
                         f"{', '.join(unknown)}")
+    if device is not None:
+        for target in sorted({c.kernel.target for cs in by.values() for c in cs}):
+            try:
+                params_for(book, target).device(device)
+            except CostParamError as exc:
+                raise RankError(f"--device: {exc}") from None
     out: list[Ranked] = []
     for name, group in sorted(by.items()):
         wl = group[0].workload
