@@ -969,3 +969,10 @@ def main() -> None:
         else:
             err.print("set CAKEGOV_DEBUG=1 for the traceback; please report this")
         sys.exit(EXIT_INTERNAL)
+
+
+# ---- cost model (cakegov/cost/commands.py) -------------------------------------------
+from cakegov.cost.commands import costmodel_app, rank  # noqa: E402
+
+app.command("rank")(rank)
+app.add_typer(costmodel_app, name="costmodel")

@@ -322,8 +322,9 @@ def test_primitive_change_needs_a_version_bump(project):
 
 def test_cost_parameters_are_placed_and_judged(project, tmp_path):
     path = tmp_path / "sm_90a.toml"
-    path.write_text('version = "1.0.0"\n[gemm]\nmma_efficiency = { value = 0.8, source = '
-                    '"test" }\n')
+    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
+    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
+        "hbm_efficiency = { value = 0.85", "hbm_efficiency = { value = 0.8", 1))
     code, data, _ = propose(str(path), "--no-record", "--shard", "1/2")
     assert data["proposed"][0]["placed_at"] == "rules/costmodel/sm_90a.toml"
     assert data["plugin_changes"][0]["kind"] == "costmodel"
@@ -331,6 +332,7 @@ def test_cost_parameters_are_placed_and_judged(project, tmp_path):
     assert data["corpus"]["valid"] + data["corpus"]["invalid"] < data["corpus"][
         "total_before_shard"]
     assert code == 0, data["blockers"]
+    assert any("speed-of-light" in n and "no measurement records" in n for n in data["notes"])
 
 
 def test_usage_errors_exit_2(project):

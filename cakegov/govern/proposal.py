@@ -43,11 +43,12 @@ def run_proposal(options: ProposalOptions) -> ProposalResult:
         setup = inputs.prepare(options, Path(tmp))
         gpu = probe_gpu(options.gpu)
         verdicts = judge.judge(setup, options, gpu, run_id)
+        cost_model = verdict.judge_costmodel(setup)  # reads the temporary rulebooks
     return verdict.assemble(setup, verdicts, options, gpu, RunInfo(
         run_id=run_id, started_at=started, finished_at=now(),
         wall_s=round(perf_counter() - clock, 3), jobs=options.jobs,
         cache_hits=verdicts.cache.hits, cache_misses=verdicts.cache.misses,
-        workers=verdicts.workers))
+        workers=verdicts.workers), cost_model=cost_model)
 
 
 @dataclass

@@ -438,8 +438,23 @@ def generalisation_note(rel: str, g: dict[str, Any]) -> str:
                                             if fixed["failed"] else ""))
 
 
+def judge_costmodel(setup: Setup) -> Any:
+    """Cost-parameter changes, judged as data while the rulebooks exist
+    (cakegov/cost/gate.py); None when no cost-parameter file changed."""
+    base, cand = setup.hashes["base"], setup.hashes["candidate"]
+    changed = sorted(rel for rel in set(base) | set(cand)
+                     if rel.startswith("costmodel/") and base.get(rel) != cand.get(rel))
+    if not changed:
+        return None
+    from cakegov.cost.gate import judge
+
+    valid = [c.path for c in setup.cases if c.labels.clean]
+    return judge(setup.rules["base"], setup.rules["candidate"], changed, valid,
+                 setup.workloads, setup.root / "corpus" / "measurements", setup.root)
+
+
 def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
-             run: RunInfo) -> ProposalResult:
+             run: RunInfo, cost_model: Any = None) -> ProposalResult:
     plugin = _plugin_changes(setup, v)
     contract = [ContractChange(**c) for c in setup.contract]
     flips_ = [] if v.candidate_error else flips(setup, v)
@@ -451,6 +466,9 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     accepted = bool(digest) and changes.accepts(options.accept_contract, digest)
     blocks = blockers(setup, v, plugin, contract, flips_, rows, motivating, cost_)
     blocks += blocks_extra
+    cost_notes = cost_model.notes if cost_model is not None else []
+    blocks += [Blocker(kind=k, files=f, message=m) for k, f, m in
+               (cost_model.blockers if cost_model is not None else [])]
     if accepted:  # a maintainer accepted this exact contract change: reasons are moot
         blocks = [b for b in blocks if b.kind != "contract-change-without-reason"]
     elif digest:
@@ -472,7 +490,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
     verdict, code = decide(blocks, missing)
     notes = _notes(setup, v, contract) + ([missing] if missing else [])
-    notes += simulator_notes(flips_)
+    notes += simulator_notes(flips_) + cost_notes
     notes += [generalisation_note(rel, g) for rel, g in sorted(v.generalisation.items())]
     if accepted:
         notes.append(f"contract change accepted by a maintainer (--accept-contract {digest})")
