@@ -93,18 +93,20 @@ def findings(p: Priced, params: CostParams, device: Device) -> list[Finding]:
                 f"{b['resource']}" + (f" in role {b['role']}, {b['stage']}" if b.get("role")
                                        else "") + f" [{status}]",
         file=p.profile.file, path=b.get("path") or "schedule", span=span,
-        role=b.get("role"), stage=b.get("stage"), resource=b["resource"],
+        role=b.get("role"), resource=b["resource"],
         condition="estimate; never changes a verdict",
+        # a finding's `stage` is a pipeline stage index; the model's stage is a segment
         evidence={"time_ns": round(e.time_ns, 1), "sol_ns": round(e.sol_ns, 1),
-                  "occupancy": e.occupancy, "waves": e.waves})]
+                  "occupancy": e.occupancy, "waves": e.waves, "segment": b.get("stage")})]
     for h in p.helps[:3]:
         out.append(Finding(
             code="CM002", rule=RULE, severity="hint", authority="estimate",
             message=f"{h['what']}: predicted {us(h['time_ns'])} instead of {us(e.time_ns)}",
             file=p.profile.file, path=b.get("path") or "schedule", span=span,
-            role=b.get("role"), stage=b.get("stage"), resource=b["resource"],
+            role=b.get("role"), resource=b["resource"],
             condition="estimate; never changes a verdict",
-            evidence={"kind": h["kind"], "time_ns": round(h["time_ns"], 1)}))
+            evidence={"kind": h["kind"], "time_ns": round(h["time_ns"], 1),
+                      "segment": b.get("stage")}))
     return out
 
 
