@@ -875,10 +875,29 @@ def corpus_manifest(
               markup=False)
 
 
+class ListFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 @rules_app.command("list")
-def rules_list(rules: RulesOpt = None) -> None:
+def rules_list(
+    fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="text: a table on a "
+                   "terminal, tab-separated lines otherwise; json: one object per rule.")]
+    = ListFormat.text,
+    rules: RulesOpt = None,
+) -> None:
     """List every rule with its code, severity, status and summary."""
     book = load_rulebook(rules)
+    if fmt is ListFormat.json:
+        import json
+
+        data = [{"code": r.code, "name": r.name, "version": r.version, "severity": r.severity,
+                 "authority": r.authority, "category": r.category, "status": r.status,
+                 "phase": r.phase, "summary": r.summary, "file": r.relpath,
+                 "motivated_by": list(r.motivated_by)} for r in book.rules]
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
     columns = ("code", "name", "version", "severity", "category", "status", "summary")
     rows = [(r.code, r.name, r.version, r.severity, r.category, r.status, r.summary)
             for r in book.rules]
@@ -894,6 +913,64 @@ def rules_list(rules: RulesOpt = None) -> None:
     for row in rows:
         table.add_row(*row)
     out.print(table)
+
+
+@rules_app.command("new")
+def rules_new(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The rule's kebab-case name, "
+                    "which is also its file name, e.g. fragment-owner.")],
+    category: Annotated[str, typer.Option("--category", metavar="CATEGORY", help="The "
+                        "rule's category (resources, hardware, names, protocol, ...); the "
+                        "code is the next free one of its letter series.")],
+    workload: Annotated[str, typer.Option("--workload", metavar="WORKLOAD", help="Workload "
+                        "of the corpus case; the case starts as a copy of its shortest valid "
+                        "schedule.")] = "scale",
+    severity: Annotated[str, typer.Option("--severity", metavar="SEVERITY", help="blocking, "
+                        "report or hint.")] = "blocking",
+    code: Annotated[str | None, typer.Option("--code", metavar="CODE", help="Use this code "
+                    "instead of the next free one (for a new series).")] = None,
+) -> None:
+    """Scaffold a new rule: rules/checks/NAME.py, its corpus case and its docs entry.
+
+    The rule starts as preview with the next free code of its category. The corpus case is
+    a real schedule (a copy of a valid one) labelled with the new code: the tests fail on
+    it until the case has the defect and the rule reports it, which is the first step."""
+    from cakegov.check.scaffold import ScaffoldError, plan, write
+    from cakegov.docs import DocsError
+    from cakegov.docs import plan as docs_plan
+
+    root = project_root()
+    if root is None:
+        raise usage_error("not inside a cakegov project (no rules/checks and corpus/)")
+    book = load_rulebook(root / "rules")
+    try:
+        scaffold = plan(root, name=name, category=category, severity=severity,
+                        workload=workload, rules=[(r.code, r.category) for r in book.rules],
+                        code=code)
+        written = write(scaffold)
+    except ScaffoldError as exc:
+        raise usage_error(str(exc)) from None
+    rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
+    for path in written:
+        out.print(f"created {rel(path)}", markup=False)
+    try:  # the docs entry is generated from the docstring, as for every rule
+        from cakegov.docs import write_pages
+
+        for path in write_pages(docs_plan(load_rulebook(root / "rules"), root / "docs")):
+            out.print(f"updated {rel(path)} (generated from the rule's docstring)",
+                      markup=False)
+    except DocsError as exc:
+        err.print(f"warning: docs not regenerated: {exc}", markup=False)
+    case, rule = rel(scaffold.case_path), rel(scaffold.rule_path)
+    out.print(f"""
+{scaffold.code} {name} (preview). Next steps:
+  1. edit {case} so that it has the defect, on line {scaffold.label_line} (labelled
+     `# expect: {scaffold.code}`; move the label if the defect belongs elsewhere);
+  2. write check(ctx) in {rule} and fill in its docstring; until {scaffold.code} reports
+     that line, `pytest tests/test_corpus.py tests/test_rule_docs.py` fails on it;
+  3. cakegov check --preview {case}
+  4. cakegov lock && cakegov docs && cakegov corpus manifest
+  5. cakegov propose-rule {rule}""", markup=False)
 
 
 @rules_app.command("explain")
