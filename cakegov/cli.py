@@ -652,6 +652,7 @@ def propose_rule(
                                "a reviewed change to the corpus, workloads or engine, as the "
                                "report prints it; any other "
                                "contract change still blocks.")] = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible
     for merge, 1 blocked, 2 usage or input error, 3 required evidence unavailable."""
@@ -674,9 +675,13 @@ def propose_rule(
             cache=cache, require_sandbox=require_sandbox, accept_contract=accept_contract)
     except ProposalInputError as exc:
         raise usage_error(str(exc)) from None
-    outcome = execute(options, report_dir or root / "reports", formats, ledger, record)
+    from cakegov.progress import Bar
+
+    with Bar(quiet=quiet) as bar:
+        outcome = execute(options, report_dir or root / "reports", formats, ledger, record,
+                          bar)
     for line in outcome.lines:
-        (err if line.startswith("error:") else out).print(line, markup=False)
+        (err if line.startswith(("error:", "warning:")) else out).print(line, markup=False)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -813,6 +818,7 @@ def corpus_crosscheck(
     CrossFormat.text,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape.", min=1,
                      max=64)] = 3,
+    quiet: QuietOpt = False,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
 ) -> None:
@@ -836,7 +842,12 @@ def corpus_crosscheck(
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:
         raise usage_error(f"no such file or directory: {', '.join(missing)}")
-    rows = crosscheck(dirs, book, wls, seeds=seeds, root=root)
+    from cakegov.check.runner import expand_paths
+    from cakegov.progress import progress
+
+    files = expand_paths(dirs)
+    with progress("crosschecking", len(files), quiet=quiet) as advance:
+        rows = crosscheck(files, book, wls, seeds=seeds, root=root, advance=advance)
     if not rows:
         raise usage_error("no *.cake schedules found")
     render = {CrossFormat.json: render_json, CrossFormat.markdown: render_markdown,
