@@ -329,6 +329,9 @@ def _preview_note(book: Rulebook, wls: dict[str, Any], target: str | None,
 def _print_text(text: str) -> None:
     styles = {"error[": "bold red", "warning[": "bold yellow", "help[": "bold cyan",
               "internal error[": "bold magenta", "clean:": "green", "incomplete:": "yellow"}
+    if not sys.stdout.isatty():  # what rich would print without colour, without rich
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
     for line in text.splitlines():
         style = next((s for prefix, s in styles.items() if line.startswith(prefix)), None)
         out.print(styled(line, style=style or ""))
@@ -366,10 +369,10 @@ def lock(
 def version(rules: RulesOpt = None) -> None:
     """Print the engine version and the verifier digest of the rulebook."""
     book = load_rulebook(rules)
-    out.print(f"cakegov {__version__}")
-    out.print(f"verifier {book.digest()}")
-    out.print(f"rulebook {book.root} ({len(book.rules)} rules, {len(book.primitives)} "
-              f"primitives, {len(book.targets)} targets)")
+    typer.echo(f"cakegov {__version__}")
+    typer.echo(f"verifier {book.digest()}")
+    typer.echo(f"rulebook {book.root} ({len(book.rules)} rules, {len(book.primitives)} "
+               f"primitives, {len(book.targets)} targets)")
 
 
 @app.command()
