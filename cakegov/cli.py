@@ -192,7 +192,7 @@ def read_stdin() -> bytes:
 
 @app.command()
 def check(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Schedule files or "
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Schedule files or "
                      "directories (directories are searched for *.cake). `-` reads one "
                      "schedule from standard input.")],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
@@ -417,8 +417,8 @@ def docs(
 @app.command()
 def run(
     path: Annotated[Path, typer.Argument(help="Schedule file.")],
-    shape: Annotated[list[str] | None, typer.Option("--shape", help="Run this shape instead "
-                     "of the workload's check shapes, e.g. M=1000,N=520,K=320 "
+    shape: Annotated[list[str] | None, typer.Option("--shape", metavar="SHAPE", help="Run this "
+                     "shape instead of the workload's check shapes, e.g. M=1000,N=520,K=320 "
                      "(repeatable).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", help="Timed launches per shape "
                       "(at least 20; the median is reported).")] = 30,
@@ -625,19 +625,22 @@ def propose_rule(
     paths: Annotated[list[Path] | None, typer.Argument(help="Proposed plugin files (checks, "
                      "primitives, targets, cost parameters); none: the working tree's "
                      "rules/.")] = None,
-    base: Annotated[str | None, typer.Option("--base", help="Git ref of the base rulebook "
-                    "(default: HEAD, or the merge base with the default branch).")] = None,
-    corpus: Annotated[list[Path] | None, typer.Option("--corpus", help="Corpus directory "
-                      "(repeatable; default: corpus/).")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF", help="Git ref of the "
+                    "base rulebook (default: HEAD, or the merge base with the default "
+                    "branch).")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option("--corpus", metavar="DIR",
+                      help="Corpus directory (repeatable; default: corpus/).")] = None,
     gpu: Annotated[GpuMode, typer.Option("--gpu", help="GPU evidence: auto (when a device "
                    "exists), off, require (exit 3 without one).")] = GpuMode.auto,
     report_dir: Annotated[Path | None, typer.Option("--report-dir", help="Where the reports "
                           "go (default: reports/ of the project).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md,html,json,sarif.")]
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMATS",
+                                     help="Comma-separated: md,html,json,sarif.")]
     = "md,html,json,sarif",
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes "
                     "(default: the CPU count, at most 8).")] = None,
-    shard: Annotated[str | None, typer.Option("--shard", help="Judge only shard I of N of "
+    shard: Annotated[str | None, typer.Option("--shard", metavar="I/N", help="Judge only "
+                     "shard I of N of "
                      "the corpus, e.g. 2/4.")] = None,
     record: Annotated[bool, typer.Option("--record/--no-record", help="Append the result to "
                       "the audit ledger.")] = True,
@@ -650,7 +653,8 @@ def propose_rule(
                      ".cakegov/cache/.")] = True,
     require_sandbox: Annotated[bool, typer.Option("--require-sandbox", help="Refuse to run "
                                "rule plugins unless the bwrap sandbox works.")] = False,
-    accept_contract: Annotated[str | None, typer.Option("--accept-contract", help="The "
+    accept_contract: Annotated[str | None, typer.Option("--accept-contract",
+                               metavar="DIGEST", help="The "
                                "contract digest (sha256, or its first 32 or more hex digits) of "
                                "a reviewed change to the corpus, workloads or engine, as the "
                                "report prints it; any other "
@@ -694,7 +698,8 @@ def render_proposal(
                       "(for example in an artifact another job produced).")],
     report_dir: Annotated[Path, typer.Option("--report-dir", help="Where the rendered "
                           "reports go.")] = Path("rendered"),
-    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md,html,sarif.")]
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMATS",
+                                     help="Comma-separated: md,html,sarif.")]
     = "md,sarif",
 ) -> None:
     """Validate a proposal result against this engine's schema and render it with this
@@ -731,15 +736,16 @@ class SimFormat(StrEnum):
 @app.command()
 def simulate(
     path: Annotated[Path, typer.Argument(help="Schedule file.")],
-    shape: Annotated[list[str] | None, typer.Option("--shape", help="Simulate this shape "
-                     "instead of the planned ones, e.g. M=1000,N=520,K=320 "
+    shape: Annotated[list[str] | None, typer.Option("--shape", metavar="SHAPE", help="Simulate "
+                     "this shape instead of the planned ones, e.g. M=1000,N=520,K=320 "
                      "(repeatable).")] = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape (inputs and "
                      "scheduling tie-breaks).", min=1, max=64)] = 3,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="Use this scheduling "
+    strategy: Annotated[str | None, typer.Option("--strategy", metavar="NAME", help="Use "
+                        "this scheduling "
                         "strategy for every run (default: rotate through all).")] = None,
-    cta: Annotated[list[str] | None, typer.Option("--cta", help="Simulate only this CTA, "
-                   "e.g. 3,1 (repeatable; default: all CTAs of small grids, else a "
+    cta: Annotated[list[str] | None, typer.Option("--cta", metavar="X,Y", help="Simulate only "
+                   "this CTA, e.g. 3,1 (repeatable; default: all CTAs of small grids, else a "
                    "sample).")] = None,
     fmt: Annotated[SimFormat, typer.Option("--format", "-f", help="Output format.")] =
     SimFormat.text,
@@ -1092,7 +1098,8 @@ def audit_show(
 
 @audit_app.command("verify")
 def audit_verify(
-    head: Annotated[str | None, typer.Option("--head", help="A head hash printed earlier "
+    head: Annotated[str | None, typer.Option("--head", metavar="HASH", help="A head hash "
+                    "printed earlier "
                     "(reports and PR comments carry it): it must still be in the chain "
                     "(catches a truncated or rewritten tail).")] = None,
     allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a missing or "
@@ -1153,8 +1160,8 @@ class ReplayFormat(StrEnum):
 
 @audit_app.command("replay")
 def audit_replay(
-    ref: Annotated[str, typer.Option("--rulebook", help="Git ref whose rules/ tree judges "
-                   "the stored candidates.")],
+    ref: Annotated[str, typer.Option("--rulebook", metavar="REF", help="Git ref "
+                   "whose rules/ tree judges the stored candidates.")],
     show_all: Annotated[bool, typer.Option("--all", help="Also list candidates whose "
                         "verdict stays but whose findings change.")] = False,
     fmt: Annotated[ReplayFormat, typer.Option("--format", "-f", help="Output format.")]
