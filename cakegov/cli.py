@@ -1,4 +1,8 @@
-"""The `cakegov` command line. Each command is a thin call into one module."""
+"""The `cakegov` command line. Each command is a thin call into one module.
+
+Start-up matters (`cakegov --help` should not cost what a corpus run costs): at import
+this module loads only typer and the standard library; every command imports the models,
+rich and the analysis it needs when it runs (benchmarks/bench_startup.py measures it)."""
 
 from __future__ import annotations
 
@@ -6,47 +10,84 @@ import os
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from cakegov import __version__
-from cakegov.check.findings import (
-    EXIT_INCOMPLETE,
-    EXIT_INTERNAL,
-    EXIT_REJECTED,
-    EXIT_USAGE,
-    exit_code,
-)
-from cakegov.check.lock import check_lock, lock_path, read_lock, write_lock
-from cakegov.check.rulebook import PluginError, Rulebook
-from cakegov.corpus.workloads import WorkloadError, load_workloads
+from cakegov.check.exits import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE
 
 if TYPE_CHECKING:  # annotations of helpers only; the commands import these lazily
+    from rich.text import Text
+
     from cakegov.check.findings import FileResult
+    from cakegov.check.rulebook import Rulebook
     from cakegov.check.runner import Checker
     from cakegov.govern.ledger import Ledger
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"cakegov {__version__}")
+        raise typer.Exit(0)
+
+
+# rich_markup_mode=None: click's plain help (paragraphs rewrapped as sentences, no
+# `<bool>` after flags, no rich import for --help)
 app = typer.Typer(
     name="cakegov",
     help="Governs a verifier for GPU kernel schedules: check schedules, manage the rulebook.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-rules_app = typer.Typer(help="Inspect the rulebook's rules.", no_args_is_help=True)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version,
+                       is_eager=True, help="Print the engine version and exit (`cakegov "
+                       "version` also prints the verifier digest).")] = False,
+) -> None:
+    """Governs a verifier for GPU kernel schedules: check schedules, manage the rulebook."""
+
+
+rules_app = typer.Typer(help="Inspect the rulebook's rules, or scaffold a new one.",
+                        no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(rules_app, name="rules")
 audit_app = typer.Typer(help="Inspect, verify, export and replay the audit ledger.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(audit_app, name="audit")
-corpus_app = typer.Typer(help="The labelled corpus.", no_args_is_help=True)
+corpus_app = typer.Typer(help="The labelled corpus.", no_args_is_help=True,
+                         rich_markup_mode=None)
 app.add_typer(corpus_app, name="corpus")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A rich Console built on first use: importing rich costs more than a --help."""
+
+    def __init__(self, stderr: bool):
+        self._stderr = stderr
+        self._console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+        return getattr(self._console, name)
+
+
+out: Any = _LazyConsole(stderr=False)
+err: Any = _LazyConsole(stderr=True)
+
+
+def styled(text: str, style: str = "") -> Text:
+    """`text` in `style`, never read as rich markup."""
+    from rich.text import Text
+
+    return Text(text, style=style)
 
 
 class Format(StrEnum):
@@ -65,7 +106,7 @@ def project_root(start: Path | None = None) -> Path | None:
 
 
 def usage_error(message: str) -> typer.Exit:
-    err.print(Text(f"error: {message}", style="bold red"))
+    err.print(styled(f"error: {message}", style="bold red"))
     return typer.Exit(EXIT_USAGE)
 
 
@@ -92,10 +133,22 @@ def resolve_workloads(workloads: Path | None) -> Path:
 
 
 def load_rulebook(rules: Path | None) -> Rulebook:
+    from cakegov.check.rulebook import PluginError, Rulebook
+
     try:
         return Rulebook.load(resolve_rules(rules))
     except PluginError as exc:
         raise usage_error(f"invalid plugin {exc}") from None
+
+
+def load_wls(workloads: Path | None) -> dict[str, Any]:
+    """The workloads, or a usage error naming the bad file."""
+    from cakegov.corpus.workloads import WorkloadError, load_workloads
+
+    try:
+        return load_workloads(resolve_workloads(workloads))
+    except WorkloadError as exc:
+        raise usage_error(str(exc)) from None
 
 
 RulesOpt = Annotated[Path | None, typer.Option("--rules", help="Rulebook directory "
@@ -107,80 +160,195 @@ LedgerOpt = Annotated[Path | None, typer.Option("--ledger", help="Audit ledger f
                       "enclosing project).")]
 
 
+STDIN_PATH = Path("-")
+STDIN_NAME = "<stdin>"
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Show no progress bar.")]
+
+
+def select_codes(book: Rulebook, select: list[str] | None) -> frozenset[str] | None:
+    """The rule codes `--select` names, or a usage error naming what matched no rule."""
+    from cakegov.check.select import resolve, split_selectors
+
+    if not select:
+        return None
+    if not split_selectors(select):
+        raise usage_error("--select names no rule (empty value)")
+    codes, unknown = resolve(select, [(r.code, r.name) for r in book.rules])
+    if unknown:
+        raise usage_error("; ".join(u.describe() for u in unknown)
+                          + " (`cakegov rules list` shows every rule)")
+    return codes
+
+
+def read_stdin() -> bytes:
+    """Standard input, one byte past the schedule size limit at most (enough to refuse)."""
+    from cakegov.ir.parse import MAX_SOURCE_BYTES
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stdin (embedding): its text, as UTF-8
+        return sys.stdin.read(MAX_SOURCE_BYTES + 1).encode("utf-8")
+    return stream.read(MAX_SOURCE_BYTES + 1)
+
+
 @app.command()
 def check(
-    paths: Annotated[list[Path], typer.Argument(help="Schedule files or directories.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Schedule files or "
+                     "directories (directories are searched for *.cake). `-` reads one "
+                     "schedule from standard input.")],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-    target: Annotated[str | None, typer.Option("--target", help="Check against this target "
-                      "instead of the one the schedule names.")] = None,
-    preview: Annotated[bool, typer.Option("--preview", help="Also run preview rules.")] = False,
-    select: Annotated[list[str] | None, typer.Option("--select", help="Run only these rule "
-                      "codes or names (repeatable).")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report "
-                      "to this file instead of standard output.")] = None,
+    target: Annotated[str | None, typer.Option("--target", metavar="TARGET", help="Check "
+                      "against this target instead of the one the schedule names.")] = None,
+    preview: Annotated[bool, typer.Option("--preview", help="Also run preview rules. "
+                       "Without it they run silently and only a note says when they "
+                       "would have reported something.")] = False,
+    select: Annotated[list[str] | None, typer.Option("--select", metavar="CODE", help="Run "
+                      "only these rules, by code or name (repeatable, or comma-separated). "
+                      "A code or name no rule has is an error.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write "
+                      "the report to this file instead of standard output.")] = None,
+    stdin_filename: Annotated[str | None, typer.Option("--stdin-filename", metavar="NAME",
+                              help="The file name a schedule read from standard input "
+                              "(`-`) has in messages and results (default: <stdin>).")]
+    = None,
     record: Annotated[bool, typer.Option("--record", help="Append one check record per "
                       "file, with its source, to the audit ledger.")] = False,
     fix: Annotated[bool, typer.Option("--fix", help="Apply the machine-applicable fixes "
                    "in place (atomically), re-check, and report what was fixed and what "
                    "remains (on standard error); the report and exit status are the "
                    "re-check's.")] = False,
+    quiet: QuietOpt = False,
     ledger: LedgerOpt = None,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
 ) -> None:
     """Check schedules. Exit 0 clean, 1 rejected, 2 usage or input error, 3 incomplete."""
-    from cakegov.check.lock import atomic_write
-    from cakegov.check.render_json import render_json
-    from cakegov.check.render_sarif import render_sarif
-    from cakegov.check.render_text import render_text
-    from cakegov.check.runner import Checker
+    from cakegov.check.findings import exit_code
+    from cakegov.check.runner import Checker, expand_paths
+    from cakegov.progress import progress
 
     book = load_rulebook(rules)
     if target is not None and target not in book.targets:
         raise usage_error(f"unknown target {target!r}; known: {', '.join(sorted(book.targets))}")
-    try:
-        wls = load_workloads(resolve_workloads(workloads))
-    except WorkloadError as exc:
-        raise usage_error(str(exc)) from None
-    missing = [str(p) for p in paths if not p.exists()]
+    only = select_codes(book, select)
+    wls = load_wls(workloads)
+    from_stdin = [p for p in paths if p == STDIN_PATH]
+    if len(from_stdin) > 1:
+        raise usage_error("`-` (standard input) can be given once")
+    if stdin_filename is not None and not from_stdin:
+        raise usage_error("--stdin-filename names the schedule read from `-`; no `-` given")
+    if stdin_filename is not None and not stdin_filename.strip():
+        raise usage_error("--stdin-filename is empty")
+    missing = [str(p) for p in paths if p != STDIN_PATH and not p.exists()]
     if missing:
         raise usage_error(f"no such file or directory: {', '.join(missing)}")
-    only = frozenset(select) if select else None
     checker = Checker(book, wls, target_override=target, preview=preview, only=only)
+    sources: dict[str, bytes] = {}  # what came from standard input, by its name
+    if from_stdin:
+        sources[stdin_filename or STDIN_NAME] = read_stdin()
+    files = expand_paths([p for p in paths if p != STDIN_PATH])
+    if not files and not sources:
+        raise usage_error("no *.cake schedules found")
+    if fix and sources:
+        raise usage_error("--fix rewrites files in place; standard input (`-`) cannot be "
+                          "fixed")
+    results = []
     if fix:
         from cakegov.check.fix import fix_paths, render_fix_summary
 
-        fixed = fix_paths(checker, paths)
+        fixed = fix_paths(checker, files)
         results = [r.after for r in fixed]
-        if results:
-            err.print(render_fix_summary(fixed), end="", markup=False)
+        err.print(render_fix_summary(fixed), end="", markup=False)
     else:
-        results = checker.check_paths(paths)
-    if not results:
-        raise usage_error("no *.cake schedules found")
+        with progress("checking", len(files) + len(sources), quiet=quiet) as advance:
+            for path in paths:  # in the order given; `-` where it stands
+                if path == STDIN_PATH:
+                    name, data = next(iter(sources.items()))
+                    results.append(checker.check_bytes(data, name))
+                    advance(1)
+            for file in files:
+                results.append(checker.check_path(file))
+                advance(1)
     if record:
-        _record_checks(results, checker, ledger)
-    if fmt is Format.json:
-        text = render_json(results, book.digest())
-    elif fmt is Format.sarif:
-        text = render_sarif(results, book, root=project_root())
-    else:
-        text = render_text(results)
+        _record_checks(results, checker, ledger, sources)
+    text = _render_check(results, fmt, book, sources)
     if output is not None:
-        atomic_write(output, text)
+        from cakegov.fsio import atomic_write
+
+        try:
+            atomic_write(output, text)
+        except OSError as exc:
+            raise usage_error(f"cannot write {output}: {exc.strerror or exc}") from None
     elif fmt is Format.text:
         _print_text(text)
     else:
         sys.stdout.write(text)
+    if not preview and only is None:
+        _preview_note(book, wls, target, results, sources, quiet)
     raise typer.Exit(exit_code(results))
+
+
+def _render_check(results: list[FileResult], fmt: Format, book: Rulebook,
+                  sources: dict[str, bytes]) -> str:
+    from cakegov.check.render_json import render_json
+    from cakegov.check.render_sarif import render_sarif
+    from cakegov.check.render_text import render_text
+    from cakegov.ir.parse import source_lines
+
+    if fmt is Format.json:
+        return render_json(results, book.digest())
+    if fmt is Format.sarif:
+        return render_sarif(results, book, root=project_root())
+
+    def read(file: str) -> list[str]:
+        data = sources.get(file)
+        if data is None:
+            try:
+                data = Path(file).read_bytes()
+            except OSError:
+                return []
+        return source_lines(data.decode("utf-8", "replace"))
+
+    return render_text(results, read=read)
+
+
+def _preview_note(book: Rulebook, wls: dict[str, Any], target: str | None,
+                  results: list[FileResult], sources: dict[str, bytes], quiet: bool) -> None:
+    """Run the preview rules silently and say, on standard error, which would have
+    reported something. The verdict and the report above never count them."""
+    from cakegov.check.runner import Checker
+
+    previews = {r.code: r for r in book.rules if r.status == "preview"}
+    if not previews:
+        return
+    again = Checker(book, wls, target_override=target, preview=True)
+    hits: dict[str, set[str]] = {}
+    for result in results:
+        if result.verdict == "error":  # did not parse: no rule runs on it
+            continue
+        data = sources.get(result.file)
+        redo = (again.check_bytes(data, result.file) if data is not None
+                else again.check_path(Path(result.file)))
+        for f in redo.findings:
+            if f.code in previews and f.authority != "internal":
+                hits.setdefault(f.code, set()).add(result.file)
+    if not hits:
+        return
+    named = ", ".join(f"{code} {previews[code].name} ({len(files)} file"
+                      f"{'s' if len(files) != 1 else ''})" for code, files in sorted(hits.items()))
+    err.print(styled(f"note: preview rule(s) would have reported findings: {named}; run "
+                     "with --preview to see them (the verdict above does not count preview "
+                     "rules)", style="bold yellow"))
 
 
 def _print_text(text: str) -> None:
     styles = {"error[": "bold red", "warning[": "bold yellow", "help[": "bold cyan",
               "internal error[": "bold magenta", "clean:": "green", "incomplete:": "yellow"}
+    if not sys.stdout.isatty():  # what rich would print without colour, without rich
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
     for line in text.splitlines():
         style = next((s for prefix, s in styles.items() if line.startswith(prefix)), None)
-        out.print(Text(line, style=style or ""))
+        out.print(styled(line, style=style or ""))
 
 
 @app.command()
@@ -190,12 +358,14 @@ def lock(
     rules: RulesOpt = None,
 ) -> None:
     """Write rules/rulebook.lock, or verify it with --check."""
+    from cakegov.check.lock import check_lock, lock_path, read_lock, write_lock
+
     book = load_rulebook(rules)
     problems = check_lock(book)
     if check_only:
         if problems:
             for p in problems:
-                err.print(Text(f"lock: {p}", style="red"))
+                err.print(styled(f"lock: {p}", style="red"))
             raise typer.Exit(EXIT_REJECTED)
         out.print(f"lock ok: {len(book.entries())} plugins, verifier {book.digest()[:16]}")
         return
@@ -203,7 +373,7 @@ def lock(
     unbumped = [p for p in problems if "without a version bump" in p] if locked else []
     if unbumped:
         for p in unbumped:
-            err.print(Text(f"lock: {p}", style="red"))
+            err.print(styled(f"lock: {p}", style="red"))
         raise typer.Exit(EXIT_REJECTED)
     path = write_lock(book)
     out.print(f"wrote {path} ({len(book.entries())} plugins, verifier {book.digest()[:16]})")
@@ -213,10 +383,10 @@ def lock(
 def version(rules: RulesOpt = None) -> None:
     """Print the engine version and the verifier digest of the rulebook."""
     book = load_rulebook(rules)
-    out.print(f"cakegov {__version__}")
-    out.print(f"verifier {book.digest()}")
-    out.print(f"rulebook {book.root} ({len(book.rules)} rules, {len(book.primitives)} "
-              f"primitives, {len(book.targets)} targets)")
+    typer.echo(f"cakegov {__version__}")
+    typer.echo(f"verifier {book.digest()}")
+    typer.echo(f"rulebook {book.root} ({len(book.rules)} rules, {len(book.primitives)} "
+               f"primitives, {len(book.targets)} targets)")
 
 
 @app.command()
@@ -244,7 +414,7 @@ def docs(
     if check_only:
         stale = stale_pages(pages)
         for page in stale:
-            err.print(Text(f"docs: {page.path} is out of date with the rulebook; run "
+            err.print(styled(f"docs: {page.path} is out of date with the rulebook; run "
                            "`cakegov docs`", style="red"))
         if stale:
             raise typer.Exit(EXIT_REJECTED)
@@ -261,8 +431,8 @@ def docs(
 @app.command()
 def run(
     path: Annotated[Path, typer.Argument(help="Schedule file.")],
-    shape: Annotated[list[str] | None, typer.Option("--shape", help="Run this shape instead "
-                     "of the workload's check shapes, e.g. M=1000,N=520,K=320 "
+    shape: Annotated[list[str] | None, typer.Option("--shape", metavar="SHAPE", help="Run this "
+                     "shape instead of the workload's check shapes, e.g. M=1000,N=520,K=320 "
                      "(repeatable).")] = None,
     repeat: Annotated[int, typer.Option("--repeat", help="Timed launches per shape "
                       "(at least 20; the median is reported).")] = 30,
@@ -283,10 +453,7 @@ def run(
     from cakegov.gpu.run import RunOptions, run_file
 
     book = load_rulebook(rules)
-    try:
-        wls = load_workloads(resolve_workloads(workloads))
-    except WorkloadError as exc:
-        raise usage_error(str(exc)) from None
+    wls = load_wls(workloads)
     if not path.is_file():
         raise usage_error(f"no such schedule file: {path}")
     try:  # names are checked against the schedule's workload once it is known
@@ -328,20 +495,17 @@ def _lowered(path: Path, rules: Path | None, workloads: Path | None, preview: bo
     from cakegov.lower.derive import LoweringError
 
     book = load_rulebook(rules)
-    try:
-        wls = load_workloads(resolve_workloads(workloads))
-    except WorkloadError as exc:
-        raise usage_error(str(exc)) from None
+    wls = load_wls(workloads)
     if not path.is_file():
         raise usage_error(f"no such schedule file: {path}")
     try:
         prepared = prepare(path, book, wls, preview=preview)
     except LoweringError as exc:
-        err.print(Text(f"error: cannot lower {path}: {exc}", style="bold red"))
+        err.print(styled(f"error: cannot lower {path}: {exc}", style="bold red"))
         raise typer.Exit(EXIT_REJECTED) from None
     if prepared.kernel is None:
         _print_text(render_text([prepared.result]))
-        err.print(Text(f"error: {path} is {prepared.result.verdict}; only a clean schedule "
+        err.print(styled(f"error: {path} is {prepared.result.verdict}; only a clean schedule "
                        "is lowered", style="bold red"))
         raise typer.Exit(EXIT_USAGE if prepared.result.verdict == "error" else EXIT_REJECTED)
     return book, prepared
@@ -353,7 +517,7 @@ def _emit(book: Rulebook, prepared):
     try:
         return emit_cuda(prepared.kernel, book.primitives, verifier_digest=book.digest())
     except EmitError as exc:
-        err.print(Text(f"error: cannot emit CUDA for {prepared.result.file}: {exc}",
+        err.print(styled(f"error: cannot emit CUDA for {prepared.result.file}: {exc}",
                        style="bold red"))
         raise typer.Exit(EXIT_REJECTED) from None
 
@@ -421,7 +585,7 @@ def compile_cmd(
         result = compile_cuda(emitted.source, kernel.target, compiler.value,
                               name=f"{kernel.name}.cu")
     except CompilerUnavailable as exc:
-        err.print(Text(f"error: {exc}", style="bold red"))
+        err.print(styled(f"error: {exc}", style="bold red"))
         raise typer.Exit(EXIT_INCOMPLETE) from None
     findings = compile_findings(result, emitted, str(path), prepared.schedule)
     if output is not None and result.cubin is not None:
@@ -455,7 +619,7 @@ def compile_cmd(
                       f"{st.spill_loads} B loaded, {st.barriers} barrier(s), cubin "
                       f"{len(result.cubin or b'')} B{where}")
         else:
-            err.print(Text(f"error: {result.compiler} failed to compile {kernel.name}",
+            err.print(styled(f"error: {result.compiler} failed to compile {kernel.name}",
                            style="bold red"))
     if blocking or not result.ok:
         raise typer.Exit(EXIT_REJECTED)
@@ -475,19 +639,22 @@ def propose_rule(
     paths: Annotated[list[Path] | None, typer.Argument(help="Proposed plugin files (checks, "
                      "primitives, targets, cost parameters); none: the working tree's "
                      "rules/.")] = None,
-    base: Annotated[str | None, typer.Option("--base", help="Git ref of the base rulebook "
-                    "(default: HEAD, or the merge base with the default branch).")] = None,
-    corpus: Annotated[list[Path] | None, typer.Option("--corpus", help="Corpus directory "
-                      "(repeatable; default: corpus/).")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF", help="Git ref of the "
+                    "base rulebook (default: HEAD, or the merge base with the default "
+                    "branch).")] = None,
+    corpus: Annotated[list[Path] | None, typer.Option("--corpus", metavar="DIR",
+                      help="Corpus directory (repeatable; default: corpus/).")] = None,
     gpu: Annotated[GpuMode, typer.Option("--gpu", help="GPU evidence: auto (when a device "
                    "exists), off, require (exit 3 without one).")] = GpuMode.auto,
     report_dir: Annotated[Path | None, typer.Option("--report-dir", help="Where the reports "
                           "go (default: reports/ of the project).")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md,html,json,sarif.")]
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMATS",
+                                     help="Comma-separated: md,html,json,sarif.")]
     = "md,html,json,sarif",
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes "
                     "(default: the CPU count, at most 8).")] = None,
-    shard: Annotated[str | None, typer.Option("--shard", help="Judge only shard I of N of "
+    shard: Annotated[str | None, typer.Option("--shard", metavar="I/N", help="Judge only "
+                     "shard I of N of "
                      "the corpus, e.g. 2/4.")] = None,
     record: Annotated[bool, typer.Option("--record/--no-record", help="Append the result to "
                       "the audit ledger.")] = True,
@@ -500,11 +667,13 @@ def propose_rule(
                      ".cakegov/cache/.")] = True,
     require_sandbox: Annotated[bool, typer.Option("--require-sandbox", help="Refuse to run "
                                "rule plugins unless the bwrap sandbox works.")] = False,
-    accept_contract: Annotated[str | None, typer.Option("--accept-contract", help="The "
+    accept_contract: Annotated[str | None, typer.Option("--accept-contract",
+                               metavar="DIGEST", help="The "
                                "contract digest (sha256, or its first 32 or more hex digits) of "
                                "a reviewed change to the corpus, workloads or engine, as the "
                                "report prints it; any other "
                                "contract change still blocks.")] = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Judge a rulebook change over the corpus and write the merge report. Exit 0 eligible
     for merge, 1 blocked, 2 usage or input error, 3 required evidence unavailable."""
@@ -527,9 +696,13 @@ def propose_rule(
             cache=cache, require_sandbox=require_sandbox, accept_contract=accept_contract)
     except ProposalInputError as exc:
         raise usage_error(str(exc)) from None
-    outcome = execute(options, report_dir or root / "reports", formats, ledger, record)
+    from cakegov.progress import Bar
+
+    with Bar(quiet=quiet) as bar:
+        outcome = execute(options, report_dir or root / "reports", formats, ledger, record,
+                          bar)
     for line in outcome.lines:
-        (err if line.startswith("error:") else out).print(line, markup=False)
+        (err if line.startswith(("error:", "warning:")) else out).print(line, markup=False)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -539,7 +712,8 @@ def render_proposal(
                       "(for example in an artifact another job produced).")],
     report_dir: Annotated[Path, typer.Option("--report-dir", help="Where the rendered "
                           "reports go.")] = Path("rendered"),
-    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: md,html,sarif.")]
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMATS",
+                                     help="Comma-separated: md,html,sarif.")]
     = "md,sarif",
 ) -> None:
     """Validate a proposal result against this engine's schema and render it with this
@@ -576,15 +750,16 @@ class SimFormat(StrEnum):
 @app.command()
 def simulate(
     path: Annotated[Path, typer.Argument(help="Schedule file.")],
-    shape: Annotated[list[str] | None, typer.Option("--shape", help="Simulate this shape "
-                     "instead of the planned ones, e.g. M=1000,N=520,K=320 "
+    shape: Annotated[list[str] | None, typer.Option("--shape", metavar="SHAPE", help="Simulate "
+                     "this shape instead of the planned ones, e.g. M=1000,N=520,K=320 "
                      "(repeatable).")] = None,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape (inputs and "
                      "scheduling tie-breaks).", min=1, max=64)] = 3,
-    strategy: Annotated[str | None, typer.Option("--strategy", help="Use this scheduling "
+    strategy: Annotated[str | None, typer.Option("--strategy", metavar="NAME", help="Use "
+                        "this scheduling "
                         "strategy for every run (default: rotate through all).")] = None,
-    cta: Annotated[list[str] | None, typer.Option("--cta", help="Simulate only this CTA, "
-                   "e.g. 3,1 (repeatable; default: all CTAs of small grids, else a "
+    cta: Annotated[list[str] | None, typer.Option("--cta", metavar="X,Y", help="Simulate only "
+                   "this CTA, e.g. 3,1 (repeatable; default: all CTAs of small grids, else a "
                    "sample).")] = None,
     fmt: Annotated[SimFormat, typer.Option("--format", "-f", help="Output format.")] =
     SimFormat.text,
@@ -605,10 +780,7 @@ def simulate(
     from cakegov.sim.state import CORRECT, DEFECT, NotSimulated
 
     book = load_rulebook(rules)
-    try:
-        wls = load_workloads(resolve_workloads(workloads))
-    except WorkloadError as exc:
-        raise usage_error(str(exc)) from None
+    wls = load_wls(workloads)
     if not path.is_file():
         raise usage_error(f"no such schedule file: {path}")
     if strategy is not None and strategy not in STRATEGIES:
@@ -669,6 +841,7 @@ def corpus_crosscheck(
     CrossFormat.text,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape.", min=1,
                      max=64)] = 3,
+    quiet: QuietOpt = False,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
 ) -> None:
@@ -683,10 +856,7 @@ def corpus_crosscheck(
     )
 
     book = load_rulebook(rules)
-    try:
-        wls = load_workloads(resolve_workloads(workloads))
-    except WorkloadError as exc:
-        raise usage_error(str(exc)) from None
+    wls = load_wls(workloads)
     root = project_root()
     if not dirs:
         if root is None:
@@ -695,7 +865,12 @@ def corpus_crosscheck(
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:
         raise usage_error(f"no such file or directory: {', '.join(missing)}")
-    rows = crosscheck(dirs, book, wls, seeds=seeds, root=root)
+    from cakegov.check.runner import expand_paths
+    from cakegov.progress import progress
+
+    files = expand_paths(dirs)
+    with progress("crosschecking", len(files), quiet=quiet) as advance:
+        rows = crosscheck(files, book, wls, seeds=seeds, root=root, advance=advance)
     if not rows:
         raise usage_error("no *.cake schedules found")
     render = {CrossFormat.json: render_json, CrossFormat.markdown: render_markdown,
@@ -734,10 +909,29 @@ def corpus_manifest(
               markup=False)
 
 
+class ListFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
 @rules_app.command("list")
-def rules_list(rules: RulesOpt = None) -> None:
+def rules_list(
+    fmt: Annotated[ListFormat, typer.Option("--format", "-f", help="text: a table on a "
+                   "terminal, tab-separated lines otherwise; json: one object per rule.")]
+    = ListFormat.text,
+    rules: RulesOpt = None,
+) -> None:
     """List every rule with its code, severity, status and summary."""
     book = load_rulebook(rules)
+    if fmt is ListFormat.json:
+        import json
+
+        data = [{"code": r.code, "name": r.name, "version": r.version, "severity": r.severity,
+                 "authority": r.authority, "category": r.category, "status": r.status,
+                 "phase": r.phase, "summary": r.summary, "file": r.relpath,
+                 "motivated_by": list(r.motivated_by)} for r in book.rules]
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
     columns = ("code", "name", "version", "severity", "category", "status", "summary")
     rows = [(r.code, r.name, r.version, r.severity, r.category, r.status, r.summary)
             for r in book.rules]
@@ -745,12 +939,72 @@ def rules_list(rules: RulesOpt = None) -> None:
         for row in [columns, *rows]:
             typer.echo("\t".join(row))
         return
+    from rich.table import Table
+
     table = Table(show_lines=False)
     for col in columns:
         table.add_column(col, no_wrap=col in ("code", "name"))
     for row in rows:
         table.add_row(*row)
     out.print(table)
+
+
+@rules_app.command("new")
+def rules_new(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The rule's kebab-case name, "
+                    "which is also its file name, e.g. fragment-owner.")],
+    category: Annotated[str, typer.Option("--category", metavar="CATEGORY", help="The "
+                        "rule's category (resources, hardware, names, protocol, ...); the "
+                        "code is the next free one of its letter series.")],
+    workload: Annotated[str, typer.Option("--workload", metavar="WORKLOAD", help="Workload "
+                        "of the corpus case; the case starts as a copy of its shortest valid "
+                        "schedule.")] = "scale",
+    severity: Annotated[str, typer.Option("--severity", metavar="SEVERITY", help="blocking, "
+                        "report or hint.")] = "blocking",
+    code: Annotated[str | None, typer.Option("--code", metavar="CODE", help="Use this code "
+                    "instead of the next free one (for a new series).")] = None,
+) -> None:
+    """Scaffold a new rule: rules/checks/NAME.py, its corpus case and its docs entry.
+
+    The rule starts as preview with the next free code of its category. The corpus case is
+    a real schedule (a copy of a valid one) labelled with the new code: the tests fail on
+    it until the case has the defect and the rule reports it, which is the first step."""
+    from cakegov.check.scaffold import ScaffoldError, plan, write
+    from cakegov.docs import DocsError
+    from cakegov.docs import plan as docs_plan
+
+    root = project_root()
+    if root is None:
+        raise usage_error("not inside a cakegov project (no rules/checks and corpus/)")
+    book = load_rulebook(root / "rules")
+    try:
+        scaffold = plan(root, name=name, category=category, severity=severity,
+                        workload=workload, rules=[(r.code, r.category) for r in book.rules],
+                        code=code)
+        written = write(scaffold)
+    except ScaffoldError as exc:
+        raise usage_error(str(exc)) from None
+    rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
+    for path in written:
+        out.print(f"created {rel(path)}", markup=False)
+    try:  # the docs entry is generated from the docstring, as for every rule
+        from cakegov.docs import write_pages
+
+        for path in write_pages(docs_plan(load_rulebook(root / "rules"), root / "docs")):
+            out.print(f"updated {rel(path)} (generated from the rule's docstring)",
+                      markup=False)
+    except DocsError as exc:
+        err.print(f"warning: docs not regenerated: {exc}", markup=False)
+    case, rule = rel(scaffold.case_path), rel(scaffold.rule_path)
+    out.print(f"""
+{scaffold.code} {name} (preview). Next steps:
+  1. edit {case} so that it has the defect, on line {scaffold.label_line} (labelled
+     `# expect: {scaffold.code}`; move the label if the defect belongs elsewhere);
+  2. write check(ctx) in {rule} and fill in its docstring; until {scaffold.code} reports
+     that line, `pytest tests/test_corpus.py tests/test_rule_docs.py` fails on it;
+  3. cakegov check --preview {case}
+  4. cakegov lock && cakegov docs && cakegov corpus manifest
+  5. cakegov propose-rule {rule}""", markup=False)
 
 
 @rules_app.command("explain")
@@ -766,7 +1020,7 @@ def rules_explain(code: Annotated[str, typer.Argument(help="Rule code or name.")
         close = difflib.get_close_matches(code, names, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise usage_error(f"no rule {code!r}{hint}")
-    out.print(Text(f"{rule.code} {rule.name} (v{rule.version}, {rule.severity}, "
+    out.print(styled(f"{rule.code} {rule.name} (v{rule.version}, {rule.severity}, "
                    f"{rule.category}, {rule.status})", style="bold"))
     if rule.motivated_by:
         out.print(f"motivated by: {', '.join(rule.motivated_by)}")
@@ -783,15 +1037,15 @@ def _open_ledger(path: Path | None, create: bool = False) -> Ledger:
         raise usage_error(str(exc)) from None
 
 
-def _record_checks(results: list[FileResult], checker: Checker,
-                   ledger_path: Path | None) -> None:
+def _record_checks(results: list[FileResult], checker: Checker, ledger_path: Path | None,
+                   sources: dict[str, bytes] | None = None) -> None:
     """`check --record`: one ledger record per file; the summary goes to standard error."""
     from cakegov.govern.audit import record_checks
     from cakegov.govern.ledger import LedgerError
 
     with _open_ledger(ledger_path, create=True) as ledger:
         try:
-            records = record_checks(ledger, results, checker)
+            records = record_checks(ledger, results, checker, sources)
         except LedgerError as exc:
             raise usage_error(str(exc)) from None
     err.print(f"recorded {len(records)} check record(s) in {ledger.path} "
@@ -822,6 +1076,8 @@ def audit_list(
         for row in [columns, *rows]:
             typer.echo("\t".join(row))
         return
+    from rich.table import Table
+
     table = Table(show_lines=False)
     for col in columns:
         table.add_column(col, no_wrap=col != "summary")
@@ -856,7 +1112,8 @@ def audit_show(
 
 @audit_app.command("verify")
 def audit_verify(
-    head: Annotated[str | None, typer.Option("--head", help="A head hash printed earlier "
+    head: Annotated[str | None, typer.Option("--head", metavar="HASH", help="A head hash "
+                    "printed earlier "
                     "(reports and PR comments carry it): it must still be in the chain "
                     "(catches a truncated or rewritten tail).")] = None,
     allow_empty: Annotated[bool, typer.Option("--allow-empty", help="Accept a missing or "
@@ -873,17 +1130,17 @@ def audit_verify(
         if exc.empty and allow_empty and head is None:
             out.print(f"ledger empty: {exc} (accepted: --allow-empty)", markup=False)
             return
-        err.print(Text(f"ledger FAILED verification: {exc}", style="bold red"))
+        err.print(styled(f"ledger FAILED verification: {exc}", style="bold red"))
         raise typer.Exit(EXIT_REJECTED) from None
     with book:
         result = book.verify(head=head)
     if not result.ok:
         where = f"first tampered record: #{result.first_bad}: " if result.first_bad else ""
-        err.print(Text(f"ledger {book.path} FAILED verification: {where}{result.reason}",
+        err.print(styled(f"ledger {book.path} FAILED verification: {where}{result.reason}",
                        style="bold red"))
         raise typer.Exit(EXIT_REJECTED)
     if result.records == 0 and not allow_empty:
-        err.print(Text(f"ledger {book.path} FAILED verification: it holds no records "
+        err.print(styled(f"ledger {book.path} FAILED verification: it holds no records "
                        "(pass --allow-empty to accept an empty ledger)", style="bold red"))
         raise typer.Exit(EXIT_REJECTED)
     out.print(f"ledger ok: {result.records} record(s), {result.blobs} blob(s), head "
@@ -917,8 +1174,8 @@ class ReplayFormat(StrEnum):
 
 @audit_app.command("replay")
 def audit_replay(
-    ref: Annotated[str, typer.Option("--rulebook", help="Git ref whose rules/ tree judges "
-                   "the stored candidates.")],
+    ref: Annotated[str, typer.Option("--rulebook", metavar="REF", help="Git ref "
+                   "whose rules/ tree judges the stored candidates.")],
     show_all: Annotated[bool, typer.Option("--all", help="Also list candidates whose "
                         "verdict stays but whose findings change.")] = False,
     fmt: Annotated[ReplayFormat, typer.Option("--format", "-f", help="Output format.")]
@@ -936,10 +1193,7 @@ def audit_replay(
 
     from cakegov.govern.replay import ReplayError, render_replay, replay, rulebook_at
 
-    try:
-        wls = load_workloads(resolve_workloads(workloads))
-    except WorkloadError as exc:
-        raise usage_error(str(exc)) from None
+    wls = load_wls(workloads)
     with _open_ledger(ledger) as book:
         try:
             with rulebook_at(ref, resolve_rules(rules)) as at:
@@ -963,7 +1217,7 @@ def main() -> None:
     except Exception as exc:  # last resort: the tool failed, not the input
         import traceback
 
-        err.print(Text(f"internal error: {type(exc).__name__}: {exc}", style="bold magenta"))
+        err.print(styled(f"internal error: {type(exc).__name__}: {exc}", style="bold magenta"))
         if os.environ.get("CAKEGOV_DEBUG"):
             traceback.print_exc()
         else:

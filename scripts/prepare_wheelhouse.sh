@@ -3,7 +3,8 @@
 # machine that has none: the project's runtime dependencies and the few test dependencies,
 # for the GPU machine's Python (default 3.12, the H200 image's) on x86-64 Linux.
 # CuPy and the CUDA wheels are expected on the GPU machine already; WITH_CUDA=1 adds
-# cuda-bindings and nvidia-cuda-nvrtc (large: mind a 64 MiB transfer limit).
+# the `nvrtc` extra, cuda-bindings and nvidia-cuda-nvrtc (large: mind a 64 MiB
+# transfer limit).
 #
 #   scripts/prepare_wheelhouse.sh                 # -> ./wheelhouse (git-ignored)
 #   PY_VERSION=3.11 WHEELHOUSE=/tmp/wh scripts/prepare_wheelhouse.sh
@@ -25,11 +26,12 @@ import tomllib
 
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 wanted_dev = {"pytest", "hypothesis", "jsonschema"}
-if sys.argv[1] == "1":
-    wanted_dev |= {"cuda-bindings", "nvidia-cuda-nvrtc"}
-dev = [r for r in project["optional-dependencies"]["dev"]
+extras = project["optional-dependencies"]
+dev = [r for r in extras["dev"]
        if r.split(">")[0].split("=")[0].split("<")[0].strip() in wanted_dev]
-for req in [*project["dependencies"], *dev, "setuptools>=68", "wheel"]:
+if sys.argv[1] == "1":
+    dev += extras["nvrtc"]
+for req in [*project["dependencies"], *dev, "setuptools>=77", "wheel"]:
     print(req)
 EOF
 )

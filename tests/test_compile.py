@@ -32,7 +32,7 @@ VALID = sorted((CORPUS / "valid").rglob("*.cake"))
 WS = CORPUS / "valid/gemm/ws_pipeline_s4.cake"
 
 needs_nvrtc = pytest.mark.skipif(not nvrtc_available(), reason="cuda-bindings (NVRTC) is "
-                                 "not installed: pip install -e '.[dev]'")
+                                 "not installed: pip install -e '.[nvrtc]'")
 
 NVRTC_OK = """\
 ptxas info    : 48 bytes gmem

@@ -14,8 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from cakegov.ir.expr import (
     BinOp,
@@ -30,11 +29,17 @@ from cakegov.ir.expr import (
     free_symbols,
 )
 from cakegov.ir.nodes import For
+from cakegov.lazy import LazyModule
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # numpy loads when a grid is first evaluated, not when the rule is loaded
+    np = LazyModule("numpy")
 
 MAX_ELEMENTS = 1 << 26  # outputs larger than this are not counted (see `choose_shapes`)
 MAX_TILES = 1 << 20  # tiles per store and shape
 
-Value = np.ndarray | int
+Value = "np.ndarray | int"  # a string: naming np.ndarray here would import numpy
 
 
 def vec_eval(expr: Expr, sizes: Mapping[str, int], vars_: Mapping[str, int],

@@ -6,6 +6,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cakegov.check.exits import (  # re-exported: callers name them here
+    EXIT_CLEAN,
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+)
 from cakegov.check.repair import Fix
 from cakegov.ir.nodes import Span
 
@@ -92,7 +99,6 @@ def verdict_of(findings: tuple[Finding, ...] | list[Finding], incomplete: bool) 
     return "clean"
 
 
-EXIT_CLEAN, EXIT_REJECTED, EXIT_USAGE, EXIT_INCOMPLETE, EXIT_INTERNAL = 0, 1, 2, 3, 101
 
 
 def exit_code(results: tuple[FileResult, ...] | list[FileResult]) -> int:

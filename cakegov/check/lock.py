@@ -6,12 +6,13 @@ without a version bump, or when the lock does not describe the files on disk."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from cakegov.check.rulebook import LOCK_NAME, Rulebook
+from cakegov.fsio import atomic_write
+
+__all__ = ["atomic_write", "check_lock", "lock_path", "read_lock", "render_lock", "write_lock"]
 
 
 def lock_path(rulebook: Rulebook) -> Path:
@@ -20,20 +21,6 @@ def lock_path(rulebook: Rulebook) -> Path:
 
 def render_lock(rulebook: Rulebook) -> str:
     return json.dumps(rulebook.lock_data(), indent=2, sort_keys=True) + "\n"
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file and a rename: never half-written."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_lock(rulebook: Rulebook) -> Path:

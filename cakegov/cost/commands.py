@@ -27,9 +27,12 @@ class EvalFormat(StrEnum):
     json = "json"
 
 
-RulesOpt = Annotated[Path | None, typer.Option("--rules", help="Rulebook directory.")]
-WorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", help="Workload directory.")]
-DeviceOpt = Annotated[str | None, typer.Option("--device", help="Device table of the "
+RulesOpt = Annotated[Path | None, typer.Option("--rules",
+                                               metavar="DIR", help="Rulebook directory.")]
+WorkloadsOpt = Annotated[Path | None, typer.Option("--workloads",
+                                                   metavar="DIR", help="Workload directory.")]
+DeviceOpt = Annotated[str | None, typer.Option("--device",
+                                               metavar="DEVICE", help="Device table of the "
                       "parameter file (default: its default_device).")]
 
 
@@ -72,7 +75,8 @@ def _write(text: str, output: Path | None) -> None:
 def rank(
     paths: Annotated[list[Path], typer.Argument(help="Candidate schedule files or "
                                                 "directories.")],
-    shape: Annotated[str | None, typer.Option("--shape", help="Sizes to rank at, e.g. "
+    shape: Annotated[str | None, typer.Option("--shape",
+                                              metavar="M=..,N=..", help="Sizes to rank at, e.g. "
                      "M=4096,N=4096,K=4096 (default: the workload's largest check shape).")
                      ] = None,
     fmt: Annotated[RankFormat, typer.Option("--format", "-f")] = RankFormat.text,
@@ -129,7 +133,8 @@ def _observations(measurements: list[Path], rules: Path | None, workloads: Path 
     return book, obs, skipped
 
 
-MeasOpt = Annotated[list[Path], typer.Option("--measurements", "-m", help="Measurement "
+MeasOpt = Annotated[list[Path], typer.Option("--measurements", "-m",
+                                             metavar="FILE", help="Measurement "
                     "record files (JSON lines) or directories of them.")]
 
 
@@ -188,7 +193,8 @@ def eval_(
 @costmodel_app.command()
 def calibrate(
     measurements: MeasOpt,
-    target: Annotated[str, typer.Option("--target", help="Target whose parameters to "
+    target: Annotated[str, typer.Option("--target",
+                                        metavar="TARGET", help="Target whose parameters to "
                       "fit.")] = "sm_90a",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the "
                       "new parameter-file version (default: reports/costmodel/TARGET.toml; "
@@ -228,8 +234,10 @@ def calibrate(
 def synthesize(
     paths: Annotated[list[Path], typer.Argument(help="Schedule files or directories.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Record file to write.")],
-    truth: Annotated[str, typer.Option("--truth", help="Parameter values that replace the "
-                     "priors, e.g. hbm_efficiency=0.7,gmem_latency_ns=800.")] = "",
+    truth: Annotated[str, typer.Option("--truth",
+                                       metavar="NAME=VALUE,..",
+                                       help="Parameter values that replace the priors, "
+                                       "e.g. hbm_efficiency=0.7,gmem_latency_ns=800.")] = "",
     noise: Annotated[float, typer.Option("--noise", help="Log-normal sigma.")] = 0.05,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     device: DeviceOpt = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +69,18 @@ def check_payload(result: FileResult, source: bytes | None, checker: Checker) ->
     }
 
 
-def _source(result: FileResult, checker: Checker) -> bytes | None:
-    """The bytes that were judged, read again; refused when the file changed meanwhile."""
-    try:
-        with Path(result.file).open("rb") as handle:
-            data = handle.read(MAX_SOURCE_BYTES + 1)
-    except OSError:
-        return None
+def _source(result: FileResult, checker: Checker,
+            given: Mapping[str, bytes] | None = None) -> bytes | None:
+    """The bytes that were judged (`given`: what was read from standard input, by name),
+    else read again; refused when the file changed meanwhile."""
+    if given is not None and result.file in given:
+        data = given[result.file]
+    else:
+        try:
+            with Path(result.file).open("rb") as handle:
+                data = handle.read(MAX_SOURCE_BYTES + 1)
+        except OSError:
+            return None
     if len(data) > MAX_SOURCE_BYTES:
         return None
     if result.sha256 is not None:
@@ -91,12 +96,15 @@ def _source(result: FileResult, checker: Checker) -> bytes | None:
 
 
 def record_checks(ledger: Ledger, results: Iterable[FileResult],
-                  checker: Checker) -> list[LedgerRecord]:
-    """Append one "check" record per result, with the judged source stored as a blob."""
+                  checker: Checker, sources: Mapping[str, bytes] | None = None,
+                  ) -> list[LedgerRecord]:
+    """Append one "check" record per result, with the judged source stored as a blob.
+
+    `sources`: the bytes of schedules that have no file (standard input), by name."""
     digest = checker.rulebook.digest()
     out = []
     for result in results:
-        source = _source(result, checker)
+        source = _source(result, checker, sources)
         blobs = {blob_sha256(source): source} if source is not None else None
         out.append(ledger.append("check", check_payload(result, source, checker), digest,
                                  blobs=blobs))

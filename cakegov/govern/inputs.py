@@ -55,6 +55,9 @@ class Setup:
     motivating: dict[str, list[str]]  # changed check relpath -> MOTIVATED_BY
     lock_problems: list[str] = field(default_factory=list)  # the candidate's own lock
     prefix: str = ""  # the project root inside the git repository, "" or "sub/dir"
+    # plugin files of the working tree's rules/ that differ from the base but are not
+    # proposed (files mode): not judged, so the user is warned
+    unproposed: list[str] = field(default_factory=list)
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -156,6 +159,8 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
             raise changes.ProposalInputError(f"no rulebook at {cand_rules}")
         mode = "working-tree"
     hashes = {"base": plugin_hashes(base_rules), "candidate": plugin_hashes(cand_rules)}
+    unproposed = (_unproposed(root / changes.RULES, hashes["base"], proposed)
+                  if mode == "files" else [])
     motivating = {rel: _motivated_by(cand_rules / rel) for rel, sha in
                   hashes["candidate"].items()
                   if rel.startswith("checks/") and hashes["base"].get(rel) != sha}
@@ -201,6 +206,19 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         unlabelled=sorted(unlabelled), external=sorted(external), base_lock=base_lock,
         head=head, dirty=dirty, contract=contract,
         motivating=motivating, prefix=prefix,
-        lock_problems=changes.stale_lock(cand_rules) if mode == "working-tree" else [])
+        lock_problems=changes.stale_lock(cand_rules) if mode == "working-tree" else [],
+        unproposed=unproposed)
+
+
+def _unproposed(work_rules: Path, base: dict[str, str], proposed: list[ProposedFile]
+                ) -> list[str]:
+    """`rules/<relpath>` of each plugin file the working tree changed, added or deleted
+    relative to the base that is not among the proposed files (so not judged)."""
+    if not (work_rules / "checks").is_dir():
+        return []
+    tree = plugin_hashes(work_rules)
+    placed = {p.placed_at.removeprefix(f"{changes.RULES}/") for p in proposed}
+    return [f"{changes.RULES}/{rel}" for rel in sorted(set(tree) | set(base))
+            if rel not in placed and tree.get(rel) != base.get(rel)]
 
 

@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -536,9 +536,22 @@ class _Attempt:
         return self.stderr.text()
 
 
-def run_job(job: Job) -> JobOutput:
-    """Run `job` to the end, restarting workers after hard failures."""
+def run_job(job: Job, on_done: Callable[[int], None] | None = None) -> JobOutput:
+    """Run `job` to the end, restarting workers after hard failures.
+
+    `on_done(n)`, when given, is called as results arrive with the number of the job's
+    files newly finished (judged, or given up after a hard failure): progress only, it
+    changes nothing in what the job does or returns."""
     output = JobOutput()
+    finished = 0
+
+    def tick() -> None:
+        nonlocal finished
+        now = len(job.files) - len(remaining)
+        if on_done is not None and now > finished:
+            on_done(now - finished)
+        finished = max(finished, now)
+
     containment = choose_containment(job)
     if containment is None:
         output.load_error = ("a sandbox is required (--require-sandbox) but bwrap is not "
@@ -558,6 +571,7 @@ def run_job(job: Job) -> JobOutput:
                     ending = event
                     break
                 _absorb(event, attempt, output, remaining)
+                tick()
             attempt.finish(kill=ending != "exit")
             tail = attempt.stderr_tail()
             if attempt.done and ending == "exit":
@@ -571,6 +585,7 @@ def run_job(job: Job) -> JobOutput:
                     + (f": {tail.splitlines()[-1][:300]}" if tail else ""))
                 return output
             _record_hard_failure(job, attempt, ending, tail, output, remaining, skip)
+            tick()
             if not remaining:
                 return output
 

@@ -38,6 +38,7 @@ from cakegov.govern.inputs import Case, Setup
 from cakegov.govern.isolate import Job, JobOutput, run_job
 from cakegov.govern.models import Flip, FlipItem, GpuInfo, ProposalOptions, RuleFailure
 from cakegov.govern.variants import KINDS, variants
+from cakegov.progress import Bar
 
 SIDES = ("base", "candidate")
 
@@ -129,9 +130,10 @@ def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseR
                    else trusted.TRUSTED)
 
 
-def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> Verdicts:
+def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str,
+          bar: Bar | None = None) -> Verdicts:
     """Check every case with both rulebooks (cached where both sides come from one run),
-    then gather evidence for the flips."""
+    then gather evidence for the flips. `bar` shows the check jobs' progress."""
     cache = ResultCache(default_dir(setup.root), enabled=options.cache)
     wl = tree_digest(setup.workloads, ("*.py",)) if setup.workloads.is_dir() else ""
     runs: dict[str, dict[str, CaseRun]] = {s: {} for s in SIDES}
@@ -147,7 +149,8 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str) -> 
         else:
             need.append(case)
     info = {s: cache.get(_info_key(setup, s)) for s in SIDES}
-    outputs, workers = _launch(setup, options, need, [s for s in SIDES if info[s] is None])
+    outputs, workers = _launch(setup, options, need, [s for s in SIDES if info[s] is None],
+                               bar)
     failures: list[RuleFailure] = []
     quarantined: dict[str, list[str]] = {}
     errors: dict[str, str | None] = {}
@@ -500,13 +503,13 @@ def _evidence_targets(setup: Setup, v: Verdicts, wl: str) -> list[evidence.Targe
     return out
 
 
-def _launch(setup: Setup, options: ProposalOptions, need: list[Case], info_for: list[str]
-            ) -> tuple[dict[str, JobOutput], int]:
+def _launch(setup: Setup, options: ProposalOptions, need: list[Case], info_for: list[str],
+            bar: Bar | None = None) -> tuple[dict[str, JobOutput], int]:
     """Run the check jobs (chunks of both sides interleaved, so that each pair of chunks
     runs side by side and their timings share the machine's state) or info jobs."""
     with tempfile.TemporaryDirectory(prefix="cakegov-blind-") as tmp:
         aliases = _blinded(need, Path(tmp))
-        merged, n = _launch_blind(setup, options, need, info_for, aliases)
+        merged, n = _launch_blind(setup, options, need, info_for, aliases, bar)
     back = {alias: rel for rel, (alias, _) in aliases.items()}
     for out in merged.values():
         out.results = {back.get(k, k): _unalias(v, back) for k, v in out.results.items()}
@@ -549,8 +552,8 @@ def _unalias(event: dict[str, Any], back: dict[str, str]) -> dict[str, Any]:
 
 
 def _launch_blind(setup: Setup, options: ProposalOptions, need: list[Case],
-                  info_for: list[str], aliases: dict[str, tuple[str, Path]]
-                  ) -> tuple[dict[str, JobOutput], int]:
+                  info_for: list[str], aliases: dict[str, tuple[str, Path]],
+                  bar: Bar | None = None) -> tuple[dict[str, JobOutput], int]:
     def job(side: str, mode: str, files: list[Case]) -> Job:
         return Job(side=side, mode=mode, rules=setup.rules[side], workloads=setup.workloads,
                    root=setup.root,
@@ -571,8 +574,14 @@ def _launch_blind(setup: Setup, options: ProposalOptions, need: list[Case],
         tasks = [job(side, "info", []) for side in info_for]
     if not tasks:
         return {}, 0
+    if bar is not None and need:  # every case once per side
+        bar.start(f"judging {len(need)} cases (base and candidate)",
+                  sum(len(t.files) for t in tasks))
+    advance = bar.advance if bar is not None else None
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
-        results = list(pool.map(run_job, tasks))
+        results = list(pool.map(lambda task: run_job(task, advance), tasks))
+    if bar is not None:
+        bar.stop()
     merged: dict[str, JobOutput] = {}
     for task, out in zip(tasks, results, strict=True):
         into = merged.setdefault(task.side, JobOutput())

@@ -33,22 +33,38 @@ from cakegov.govern.models import (
     now,
     probe_gpu,
 )
+from cakegov.progress import Bar
 
 
-def run_proposal(options: ProposalOptions) -> ProposalResult:
-    """Judge the proposal; raises ProposalInputError for usage and input errors."""
+def run_proposal(options: ProposalOptions, bar: Bar | None = None,
+                 warnings: list[str] | None = None) -> ProposalResult:
+    """Judge the proposal; raises ProposalInputError for usage and input errors.
+
+    `bar` shows progress; `warnings` receives what the user should know that the result
+    does not decide (working-tree rule changes that were not proposed)."""
     started, clock = now(), perf_counter()
     run_id = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="cakegov-propose-") as tmp:
         setup = inputs.prepare(options, Path(tmp))
+        if warnings is not None and setup.unproposed:
+            warnings.append(unproposed_warning(setup))
         gpu = probe_gpu(options.gpu)
-        verdicts = judge.judge(setup, options, gpu, run_id)
+        verdicts = judge.judge(setup, options, gpu, run_id, bar)
         cost_model = verdict.judge_costmodel(setup)  # reads the temporary rulebooks
     return verdict.assemble(setup, verdicts, options, gpu, RunInfo(
         run_id=run_id, started_at=started, finished_at=now(),
         wall_s=round(perf_counter() - clock, 3), jobs=options.jobs,
         cache_hits=verdicts.cache.hits, cache_misses=verdicts.cache.misses,
         workers=verdicts.workers), cost_model=cost_model)
+
+
+def unproposed_warning(setup: inputs.Setup) -> str:
+    shown = ", ".join(setup.unproposed[:8])
+    more = f" and {len(setup.unproposed) - 8} more" if len(setup.unproposed) > 8 else ""
+    return (f"warning: {len(setup.unproposed)} rulebook file(s) changed in the working tree "
+            f"but not proposed: {shown}{more}. They are not judged: the candidate is the "
+            f"base ({setup.base.ref}) plus the proposed files only. Propose them too, or run "
+            "`cakegov propose-rule` without paths to judge the working tree's rules/.")
 
 
 @dataclass
@@ -82,15 +98,17 @@ def record(result: ProposalResult, ledger_path: Path | None, sources: dict[str, 
 
 
 def execute(options: ProposalOptions, report_dir: Path, formats: list[str],
-            record_to: Path | None, do_record: bool = True) -> Outcome:
+            record_to: Path | None, do_record: bool = True, bar: Bar | None = None
+            ) -> Outcome:
     """Run, record and write the reports: the whole `propose-rule` command."""
     from cakegov.govern.report import write_reports
 
+    warnings: list[str] = []
     try:
-        result = run_proposal(options)
+        result = run_proposal(options, bar, warnings)
     except ProposalInputError as exc:
-        return Outcome(None, EXIT_USAGE, lines=[f"error: {exc}"])
-    lines = [result.summary]
+        return Outcome(None, EXIT_USAGE, lines=[*warnings, f"error: {exc}"])
+    lines = [*warnings, result.summary]
     if do_record:
         sources = {}
         for item in result.proposed:

@@ -77,8 +77,8 @@ def compile_nvrtc(source: str, target: str = "sm_90a", name: str = "kernel.cu",
                   extra: tuple[str, ...] = ()) -> CompileOutput:
     """Compile with NVRTC to a cubin for `target`."""
     if not nvrtc_available():
-        raise CompilerUnavailable("NVRTC is not installed: pip install cuda-bindings "
-                                  "nvidia-cuda-nvrtc (the `dev` extra has them)")
+        raise CompilerUnavailable("NVRTC is not installed: pip install -e '.[nvrtc]' "
+                                  "(cuda-bindings and nvidia-cuda-nvrtc, CUDA 13)")
     from cuda.bindings import nvrtc
 
     arch, _ = _arch(target)

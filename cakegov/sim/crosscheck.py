@@ -24,7 +24,7 @@ Disagreements are listed by name; docs/simulator.md explains each one that remai
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,9 @@ def judge(cls: str, verdict: str, status: str) -> str:
 
 
 def crosscheck(paths: Iterable[Path], rulebook: Rulebook, workloads: Mapping[str, Workload],
-               *, seeds: int = 3, root: Path | None = None) -> list[Row]:
+               *, seeds: int = 3, root: Path | None = None,
+               advance: Callable[[int], None] | None = None) -> list[Row]:
+    """One row per schedule under `paths`; `advance(1)` after each (progress only)."""
     checker = Checker(rulebook, dict(workloads))
     rows = []
     for path in expand_paths(paths):
@@ -89,6 +91,8 @@ def crosscheck(paths: Iterable[Path], rulebook: Rulebook, workloads: Mapping[str
         name = str(path.relative_to(root)) if root and path.is_relative_to(root) else str(path)
         rows.append(Row(name, label, cls, verdict, evidence["status"], evidence["detail"],
                         judge(cls, verdict, evidence["status"])))
+        if advance is not None:
+            advance(1)
     return rows
 
 
