@@ -335,6 +335,27 @@ def test_cost_parameters_are_placed_and_judged(project, tmp_path):
     assert any("speed-of-light" in n and "no measurement records" in n for n in data["notes"])
 
 
+def test_cost_parameters_are_judged_in_a_contained_worker(project, tmp_path, monkeypatch):
+    """Judging a cost-parameter file lowers the valid corpus, which imports the workload
+    files (code from the checkout): the parent never does; it gets the judgement as data.
+    An efficiency above 1 comes back as its blocker."""
+    import cakegov.corpus.workloads as workloads
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the parent imported workload code")
+
+    monkeypatch.setattr(workloads, "load_workloads", refuse)
+    path = tmp_path / "sm_90a.toml"
+    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
+    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
+        "hbm_efficiency = { value = 0.85", "hbm_efficiency = { value = 1.5", 1))
+    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    assert code == 1
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "cost-parameters-invalid"]
+    assert blocker["files"] == ["rules/costmodel/sm_90a.toml"]
+    assert "hbm_efficiency" in blocker["message"]
+
+
 def test_usage_errors_exit_2(project):
     assert propose("no/such/file.py", "--no-record")[0] == 2
     readme = project / "notes.txt"

@@ -1,8 +1,9 @@
-"""The merge gate's judgement of a cost-parameter change, in trusted code over data.
+"""The merge gate's judgement of a cost-parameter change, engine code over data.
 
-A parameter file holds no code: the parent reads the proposed file with `tomllib` and
-validates it (cakegov/cost/params.py); kernels are lowered with the *base* rulebook's
-plugins (trusted). With measurement records (corpus/measurements/*.jsonl), the ranking
+A parameter file holds no code: the proposed file is read with `tomllib` and validated
+(cakegov/cost/params.py); kernels are lowered with the *base* rulebook's plugins. Lowering
+imports the workload files of the checkout, so `propose-rule` runs this in a contained
+worker (cakegov/govern/verdict.py::judge_costmodel, worker mode `cost`). With measurement records (corpus/measurements/*.jsonl), the ranking
 metrics before and after are compared and a change that worsens one beyond TOLERANCE
 blocks. Always: no prediction on the valid corpus may be faster than its speed-of-light
 bound. A cost change never changes a schedule's verdict."""

@@ -63,7 +63,7 @@ class Job:
     """One worker's work: a rulebook and the schedules (relative name, absolute path)."""
 
     side: str
-    mode: str  # "info", "check" or "evidence"
+    mode: str  # "info", "check", "evidence" or "cost"
     rules: Path
     workloads: Path
     root: Path
@@ -101,7 +101,7 @@ def _spec(job: Job, files: list[tuple[str, str]], skip: list[str],
             "time_limit_s": job.time_limit_s, "memory_limit_mb": job.memory_limit_mb,
             "skip_rules": skip, "gpu": job.gpu, "load_limit_s": LOAD_LIMIT_S,
             **{k: job.replay[k] for k in ("record", "stubs", "replay", "excluded_targets",
-                                        "excluded_primitives")
+                                        "excluded_primitives", "cost")
                if k in job.replay}}
 
 
@@ -602,7 +602,7 @@ def _absorb(event: dict[str, Any], attempt: _Attempt, output: JobOutput,
         attempt.file, attempt.rule, attempt.step = event.get("file"), None, event.get("step")
     elif kind == "rule":
         attempt.rule = event.get("rule")
-    elif kind in ("result", "evidence") and event.get("file") in attempt.known:
+    elif kind in ("result", "evidence", "cost") and event.get("file") in attempt.known:
         output.results[event["file"]] = event
         remaining[:] = [f for f in remaining if f[0] != event["file"]]
         attempt.file = attempt.rule = None

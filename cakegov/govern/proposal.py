@@ -50,7 +50,7 @@ def run_proposal(options: ProposalOptions, bar: Bar | None = None,
             warnings.append(unproposed_warning(setup))
         gpu = probe_gpu(options.gpu)
         verdicts = judge.judge(setup, options, gpu, run_id, bar)
-        cost_model = verdict.judge_costmodel(setup)  # reads the temporary rulebooks
+        cost_model = verdict.judge_costmodel(setup, options)  # while the rulebooks exist
     return verdict.assemble(setup, verdicts, options, gpu, RunInfo(
         run_id=run_id, started_at=started, finished_at=now(),
         wall_s=round(perf_counter() - clock, 3), jobs=options.jobs,

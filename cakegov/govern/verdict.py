@@ -438,19 +438,72 @@ def generalisation_note(rel: str, g: dict[str, Any]) -> str:
                                             if fixed["failed"] else ""))
 
 
-def judge_costmodel(setup: Setup) -> Any:
-    """Cost-parameter changes, judged as data while the rulebooks exist
-    (cakegov/cost/gate.py); None when no cost-parameter file changed."""
+COST_BLOCKERS = ("cost-parameters-invalid", "cost-below-speed-of-light", "cost-ranking-worse")
+COST_LIMIT_S = 300.0
+
+
+def judge_costmodel(setup: Setup, options: ProposalOptions) -> Any:
+    """Cost-parameter changes (cakegov/cost/gate.py), judged while the rulebooks exist;
+    None when no cost-parameter file changed. The judgement lowers the valid corpus, which
+    imports the workload files (code from the checkout) and the base's plugins, so it runs
+    in a contained worker like every other run, on copies; what comes back is data the
+    parent validates (known blocker kinds, bounded strings)."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from cakegov.cost.gate import CostJudgement
+    from cakegov.govern.isolate import Job, run_job
+
     base, cand = setup.hashes["base"], setup.hashes["candidate"]
     changed = sorted(rel for rel in set(base) | set(cand)
                      if rel.startswith("costmodel/") and base.get(rel) != cand.get(rel))
     if not changed:
         return None
-    from cakegov.cost.gate import judge
+    with tempfile.TemporaryDirectory(prefix="cakegov-cost-") as tmp:
+        proj = Path(tmp)
+        files: list[tuple[str, str]] = []
 
-    valid = [c.path for c in setup.cases if c.labels.clean]
-    return judge(setup.rules["base"], setup.rules["candidate"], changed, valid,
-                 setup.workloads, setup.root / "corpus" / "measurements", setup.root)
+        def copy(src: Path, rel: str) -> Path:
+            dst = proj / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+            files.append((rel, str(dst)))
+            return dst
+
+        valid = [copy(c.path, c.rel) for c in setup.cases if c.labels.clean]
+        for rel in changed:
+            if (setup.rules["candidate"] / rel).is_file():
+                copy(setup.rules["candidate"] / rel, f"candidate/{rel}")
+        measured = setup.root / "corpus" / "measurements"
+        for m in sorted(measured.glob("*.jsonl")) if measured.is_dir() else []:
+            copy(m, f"corpus/measurements/{m.name}")
+        (proj / "candidate").mkdir(exist_ok=True)
+        marker = proj / "judgement.txt"  # the name the worker reports under
+        marker.write_text("cost-parameter judgement\n", encoding="utf-8")
+        files.insert(0, ("judgement", str(marker)))
+        job = Job(side="base", mode="cost", rules=setup.rules["base"],
+                  workloads=setup.workloads, root=proj, files=files,
+                  time_limit_s=options.time_limit_s, memory_limit_mb=options.memory_limit_mb,
+                  step_limit_s=COST_LIMIT_S, require_sandbox=options.require_sandbox,
+                  replay={"cost": {"changed": changed, "valid": [str(v) for v in valid],
+                                   "candidate": str(proj / "candidate"),
+                                   "measurements": str(proj / "corpus" / "measurements"),
+                                   "root": str(proj)}})
+        out = run_job(job)
+    event = next((e for e in out.results.values() if e.get("ev") == "cost"), None)
+    judgement = CostJudgement()
+    if event is None:
+        why = out.load_error or next((f["message"] for f in out.failures), "no answer")
+        judgement.notes.append(f"cost model: not judged, the contained judgement failed: "
+                               f"{why}"[:500])
+        return judgement
+    for b in event.get("blockers") or []:
+        if isinstance(b, list) and len(b) == 3 and b[0] in COST_BLOCKERS and \
+                isinstance(b[1], list) and isinstance(b[2], str):
+            judgement.blockers.append((b[0], [str(f)[:300] for f in b[1][:50]], b[2][:2000]))
+    judgement.notes = [str(n)[:2000] for n in (event.get("notes") or [])[:20]]
+    return judgement
 
 
 def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,

@@ -16,7 +16,7 @@ killed by the parent.
 
 Modes: `info` (load and describe the rulebook), `check` (check schedules), `evidence`
 (simulate flipped schedules; check, lower, emit, compile and, when allowed, run on a GPU
-the clean ones)."""
+the clean ones), `cost` (judge changed cost-parameter files over the valid corpus)."""
 
 from __future__ import annotations
 
@@ -329,6 +329,21 @@ def evidence_files(job: dict[str, Any], book: Any, workloads: Any, proto: Protoc
             os._exit(0)
 
 
+def cost_judgement(job: dict[str, Any], proto: Protocol) -> None:
+    """The gate's judgement of changed cost-parameter files (cakegov/cost/gate.py): it
+    lowers the valid corpus with the base rulebook and the workloads, so it runs here."""
+    from cakegov.cost.gate import judge
+
+    c = job["cost"]
+    first = job["files"][0][0]
+    proto.emit({"ev": "file", "file": first, "step": "cost"})
+    j = judge(Path(job["rules"]), Path(c["candidate"]), c["changed"],
+              [Path(v) for v in c["valid"]], Path(job["workloads"]),
+              Path(c["measurements"]), Path(c["root"]))
+    proto.emit({"ev": "cost", "file": first, "notes": j.notes,
+                "blockers": [list(b) for b in j.blockers], "metrics": j.metrics})
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
@@ -336,6 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGALRM, _on_alarm)
     if job["mode"] != "evidence":  # CUDA maps far more address space than it uses
         _limit_memory(int(job.get("memory_limit_mb", 0)))
+    if job["mode"] == "cost":  # loads its rulebook and workloads itself
+        cost_judgement(job, proto)
+        proto.emit({"ev": "done"})
+        return 0
     from cakegov.check.rulebook import PluginError, Rulebook
     from cakegov.corpus.workloads import WorkloadError, load_workloads
 
