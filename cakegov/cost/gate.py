@@ -3,7 +3,8 @@
 A parameter file holds no code: the proposed file is read with `tomllib` and validated
 (cakegov/cost/params.py); kernels are lowered with the *base* rulebook's plugins. Lowering
 imports the workload files of the checkout, so `propose-rule` runs this in a contained
-worker (cakegov/govern/verdict.py::judge_costmodel, worker mode `cost`). With measurement records (corpus/measurements/*.jsonl), the ranking
+worker (cakegov/govern/verdict.py::judge_costmodel, worker mode `cost`).
+With measurement records (corpus/measurements/*.jsonl), the ranking
 metrics before and after are compared and a change that worsens one beyond TOLERANCE
 blocks. Always: no prediction on the valid corpus may be faster than its speed-of-light
 bound. A cost change never changes a schedule's verdict."""
