@@ -13,6 +13,18 @@ FORBID_ELEMENTWISE = """\
     """
 
 
+def _labelled_legal_case(root, tmp_path, name: str, code: str, category: str):
+    """A legal schedule (tile_1stage) labelled invalid with `code` at its elementwise, as
+    a motivating case outside the corpus, and the proposed rule that 'catches' it."""
+    source = (ROOT / "corpus/valid/scale/tile_1stage.cake").read_text().splitlines()
+    source[1] = "# a legal schedule, labelled invalid"
+    source[15] += f"  # expect: {code}"
+    rel = f"examples/proposals/corpus/invalid/scale/{name}.cake"
+    (root / rel).write_text("\n".join(source) + "\n")
+    return rule_file(tmp_path / "no-elementwise.py", code, "no-elementwise",
+                     FORBID_ELEMENTWISE, category=category, motivated_by=(rel,))
+
+
 def test_a_newly_rejected_valid_schedule_that_simulates_correctly_is_confirmed_legal(
         project, tmp_path):  # noqa: F811
     path = rule_file(tmp_path / "no-elementwise.py", "T901", "no-elementwise",
@@ -33,15 +45,7 @@ def test_a_catch_the_simulator_runs_correctly_blocks_as_label_looks_wrong(
     """A legal schedule labelled invalid (outside the corpus, as a motivating case): the
     new protocol rule 'catches' it, the simulator runs it correctly under every strategy,
     so the catch rests on the label alone and the proposal is blocked."""
-    source = (ROOT / "corpus/valid/scale/tile_1stage.cake").read_text().splitlines()
-    source[1] = "# a legal schedule, mislabelled"
-    source[15] += "  # expect: P090"
-    case = project / "examples/proposals/corpus/invalid/scale/mislabelled.cake"
-    case.write_text("\n".join(source) + "\n")
-    path = rule_file(tmp_path / "no-elementwise.py", "P090", "no-elementwise",
-                     FORBID_ELEMENTWISE, category="protocol",
-                     motivated_by=("examples/proposals/corpus/invalid/scale/"
-                                   "mislabelled.cake",))
+    path = _labelled_legal_case(project, tmp_path, "mislabelled", "P090", "protocol")
     code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid/scale")
     assert code == 1
     [flip] = [f for f in data["flips"] if f["file"].endswith("mislabelled.cake")]
@@ -56,15 +60,7 @@ def test_a_catch_the_simulator_runs_correctly_blocks_as_label_looks_wrong(
 def test_a_resource_rule_is_not_judged_by_the_simulator(project, tmp_path):  # noqa: F811
     """The simulator does not model resource limits: a resource rule's catch that
     simulates correctly is unconfirmed, never a label-looks-wrong blocker."""
-    source = (ROOT / "corpus/valid/scale/tile_1stage.cake").read_text().splitlines()
-    source[1] = "# over an imagined resource limit"
-    source[15] += "  # expect: R090"
-    case = project / "examples/proposals/corpus/invalid/scale/imagined_limit.cake"
-    case.write_text("\n".join(source) + "\n")
-    path = rule_file(tmp_path / "no-elementwise.py", "R090", "no-elementwise",
-                     FORBID_ELEMENTWISE, category="resources",
-                     motivated_by=("examples/proposals/corpus/invalid/scale/"
-                                   "imagined_limit.cake",))
+    path = _labelled_legal_case(project, tmp_path, "imagined_limit", "R090", "resources")
     _, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/invalid/scale")
     [flip] = [f for f in data["flips"] if f["file"].endswith("imagined_limit.cake")]
     assert flip["evidence"]["simulator"]["status"] == "unconfirmed"
