@@ -312,3 +312,28 @@ def test_no_progress_when_stderr_is_not_a_terminal():
     result = cli("check", str(CORPUS / "valid" / "scale"))
     assert result.exit_code == 0
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("path", sorted(p for p in _commands(app) if p), ids=" ".join)
+def test_narrowed_app_behaves_as_the_whole_app(path):
+    """`main` builds only the invoked top-level command; its help and its usage errors
+    must be the whole app's, word for word."""
+    from cakegov.cli import narrowed
+
+    narrow = narrowed(list(path))
+    assert narrow is not app  # every top-level name narrows
+    for args in ([*path, "--help"], [*path, "--no-such-option"]):
+        whole = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
+        part = CliRunner().invoke(narrow, args, env={"COLUMNS": "100"})
+        assert (part.exit_code, part.stdout, part.stderr) == (
+            whole.exit_code, whole.stdout, whole.stderr)
+
+
+def test_unknown_or_absent_command_gets_the_whole_app():
+    from cakegov.cli import narrowed
+
+    assert narrowed([]) is app
+    assert narrowed(["--version"]) is app
+    assert narrowed(["chek", "x.cake"]) is app
+    result = CliRunner().invoke(narrowed(["chek"]), ["chek"])
+    assert result.exit_code == 2 and "check" in result.stderr

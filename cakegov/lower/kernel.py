@@ -24,7 +24,7 @@ class LoweringError(Exception):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def _affine(offset: int, index: Expr, stride: int) -> Expr:
