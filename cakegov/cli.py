@@ -1257,3 +1257,10 @@ from cakegov.cost.commands import costmodel_app, rank  # noqa: E402
 
 app.command("rank")(rank)
 app.add_typer(costmodel_app, name="costmodel")
+
+# ---- corpus quality (cakegov/corpus/commands.py) --------------------------------------
+from cakegov.corpus.commands import corpus_accept, corpus_mutate, corpus_run  # noqa: E402
+
+corpus_app.command("mutate")(corpus_mutate)
+corpus_app.command("run")(corpus_run)
+corpus_app.command("accept")(corpus_accept)

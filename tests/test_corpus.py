@@ -37,7 +37,8 @@ def test_corpus_file_matches_labels(path: Path, checker):
         + "; ".join(f"{f.code}@{f.span.line if f.span else '?'}: {f.message}"
                     for f in result.findings)
     )
+    assert not found & labels.todo, "a known gap is found now: promote its `# todo-expect:`"
     coverage = {f.code for f in result.findings if f.authority == "coverage"}
-    expected = "clean" if labels.clean else (
+    expected = "clean" if labels.clean or not labels.expected else (
         "incomplete" if labels.codes <= coverage else "rejected")
     assert result.verdict == expected

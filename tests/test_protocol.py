@@ -151,3 +151,17 @@ def test_lapped_waiter_is_an_anomaly_with_its_witness(checker):
     assert "lapped" in kinds
     [lapped] = [a for a in context(checker, text).protocol.anomalies if a.kind == "lapped"]
     assert "reaches the wait" in lapped.witness[-1][1]
+
+
+def test_a_waiter_lapped_by_one_phase_of_a_fresh_barrier_is_an_anomaly(checker):
+    """The canonical execution's producer passes its k=1 wait on the fresh empty[0]
+    (parity 1), but the consumer's release of stage 0 is not ordered after the producer
+    reaches that wait: when it completes phase 0 first, the wait's parity no longer
+    differs, the producer waits for phase 1 and deadlocks. One phase is enough; an
+    analysis that looks only two phases ahead calls the schedule clean."""
+    text = (ROOT / "corpus/valid/gemm/raw_barriers_s2.cake").read_text()
+    text = text.replace("empty[k % S].wait(parity=(k // S + 1) % 2)",
+                        "empty[(k % S + 1) % S].wait(parity=(k // S + 1) % 2)")
+    [lapped] = [a for a in context(checker, text).protocol.anomalies if a.kind == "lapped"]
+    assert "phase 0 of empty[0] can complete before" in lapped.message
+    assert "observes phase -1 (the state of the fresh barrier)" in lapped.message

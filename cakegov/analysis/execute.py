@@ -469,9 +469,10 @@ class Executor:
         self.trace.append(Step(-1, 0, s.done_by[phase][-1].line if s.done_by[phase] else 0,
                                f"{self.p.slot_name(slot_id)} completes phase {phase}",
                                lane=-1))
-        # waiters that observed phase - 2 must have been forced to reach their wait
-        # before this phase could complete
-        for (i, reach, ev) in s.watch.pop(phase - 2, []):
+        # waiters that observed the phase before must have been forced to reach their
+        # wait before this one could complete: a late waiter sees this phase's parity
+        # differ no more, blocks, and observes the next phase instead
+        for (i, reach, ev) in s.watch.pop(phase - 1, []):
             t = self.t[i]
             if s.done[phase][t.base + TS] >= reach:
                 continue
@@ -486,15 +487,15 @@ class Executor:
         steps.append(Step(i, reach, ev.line, f"{ev.where()}: a thread of {ev.role} reaches "
                                              f"the wait on {name} parity {ev.parity} only now, "
                                              f"after phase {phase} completed"))
-        fresh = " (the state of the fresh barrier)" if phase < 2 else ""
+        fresh = " (the state of the fresh barrier)" if phase < 1 else ""
         self.record(
             "lapped",
             f"phase {phase} of {name} can complete before every thread of {ev.role} "
             f"reaches its wait with parity {ev.parity} ({ev.where()}), which observes "
-            f"phase {phase - 2}{fresh}: a late thread then "
+            f"phase {phase - 1}{fresh}: a late thread then "
             f"sees parity {ev.parity} again and waits for phase {phase + 1} (or passes on "
             "it), not the phase it needs",
-            (ev,), self.p.slots[slot_id][0], witness=steps, slot=slot_id, phase=phase - 2,
+            (ev,), self.p.slots[slot_id][0], witness=steps, slot=slot_id, phase=phase - 1,
             lapped_by=phase)
 
     # ---- execution ------------------------------------------------------------------

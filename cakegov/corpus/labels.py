@@ -2,7 +2,14 @@
 
 A valid schedule carries `# expect: clean` on a line of its own. An invalid one carries
 `# expect: CODE` (or `# expect: CODE1, CODE2`) as a trailing comment on each line where a
-finding must point. Comments are found with `tokenize`, so `#` inside strings is safe."""
+finding must point. A known gap, a finding the checker should give but does not yet, is
+`# todo-expect: CODE` on its line: `cakegov corpus run` reports it and does not fail on it
+(and fails when the finding appears, so the label is promoted). Comments are found with
+`tokenize`, so `#` inside strings is safe.
+
+Provenance (`# origin: ...` on a line of its own, at most once): `hand-written` (the
+default when absent), `transcription <public source>`, `agent <candidate or run id>`, or
+`mutant <origin> <operator> <site>`; the manifest records it for every case."""
 
 from __future__ import annotations
 
@@ -13,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _EXPECT = re.compile(r"#\s*expect:\s*(.+?)\s*$")
+_TODO = re.compile(r"#\s*todo-expect:\s*(.+?)\s*$")
+_ORIGIN = re.compile(r"#\s*origin:\s*(.+?)\s*$")
+ORIGIN_KINDS = ("hand-written", "transcription", "agent", "mutant")
 _CODE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
 
 
@@ -24,21 +34,47 @@ class LabelError(Exception):
 class Labels:
     clean: bool
     expected: frozenset[tuple[str, int]]  # (code, line)
+    todo: frozenset[tuple[str, int]] = frozenset()  # known gaps: (code, line)
+    origin: str = "hand-written"
 
     @property
     def codes(self) -> frozenset[str]:
         return frozenset(code for code, _ in self.expected)
 
 
+def _codes(body: str, where: str, line: int) -> list[str]:
+    codes = [c.strip() for c in body.split(",")]
+    for code in codes:
+        if not _CODE.match(code):
+            raise LabelError(f"{where}:{line}: bad expectation {code!r}")
+    return codes
+
+
 def read_labels(text: str, where: str = "<schedule>") -> Labels:
     clean = False
     expected: set[tuple[str, int]] = set()
+    todo: set[tuple[str, int]] = set()
+    origin: str | None = None
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError) as exc:
         raise LabelError(f"{where}: cannot tokenize: {exc}") from None
     for tok in tokens:
         if tok.type != tokenize.COMMENT:
+            continue
+        line = tok.start[0]
+        m = _ORIGIN.match(tok.string)
+        if m:
+            if origin is not None:
+                raise LabelError(f"{where}:{line}: a second `# origin:`")
+            origin = m.group(1)
+            if origin.split()[0] not in ORIGIN_KINDS:
+                raise LabelError(f"{where}:{line}: origin {origin!r} is none of "
+                                 f"{', '.join(ORIGIN_KINDS)}")
+            continue
+        m = _TODO.match(tok.string)
+        if m:
+            todo.update((code, line) for code in _codes(m.group(1), where, line))
             continue
         m = _EXPECT.match(tok.string)
         if not m:
@@ -47,15 +83,58 @@ def read_labels(text: str, where: str = "<schedule>") -> Labels:
         if body == "clean":
             clean = True
             continue
-        for code in (c.strip() for c in body.split(",")):
-            if not _CODE.match(code):
-                raise LabelError(f"{where}:{tok.start[0]}: bad expectation {code!r}")
-            expected.add((code, tok.start[0]))
+        expected.update((code, line) for code in _codes(body, where, line))
     if clean and expected:
         raise LabelError(f"{where}: labelled both clean and with findings")
-    if not clean and not expected:
+    if not clean and not expected and not todo:
         raise LabelError(f"{where}: no `# expect:` label")
-    return Labels(clean=clean, expected=frozenset(expected))
+    return Labels(clean=clean, expected=frozenset(expected), todo=frozenset(todo),
+                  origin=origin or "hand-written")
+
+
+def strip_expectations(text: str) -> str:
+    """`text` with every `# expect:`, `# todo-expect:` and `# origin:` comment blanked to
+    spaces (lines and columns kept): a derived schedule (a mutant) must not inherit its
+    origin's labels. Text that does not tokenize is returned as it is."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    lines = io.StringIO(text).readlines()
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT and (_EXPECT.match(tok.string) or _TODO.match(
+                tok.string) or _ORIGIN.match(tok.string)):
+            (r, c0), (_, c1) = tok.start, tok.end
+            row = lines[r - 1]
+            lines[r - 1] = row[:c0] + " " * (c1 - c0) + row[c1:]
+    return "".join(lines)
+
+
+def relabel(text: str, found: list[tuple[str, int]]) -> str:
+    """`text` with its `# expect:` comments replaced by one `# expect: CODES` trailing
+    comment on each line of `found` (code, line): `cakegov corpus accept`."""
+    blanked = io.StringIO(text).readlines()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        raise LabelError("cannot tokenize") from None
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT and _EXPECT.match(tok.string):
+            (r, c0), (_, c1) = tok.start, tok.end
+            row = blanked[r - 1]
+            blanked[r - 1] = row[:c0] + row[c1:]
+    by_line: dict[int, list[str]] = {}
+    for code, line in found:
+        by_line.setdefault(line, []).append(code)
+    out = []
+    for n, row in enumerate(blanked, start=1):
+        end = row[len(row.rstrip("\r\n")):]
+        body = row.rstrip("\r\n").rstrip() if row.strip() or n in by_line else row.rstrip(
+            "\r\n")
+        if n in by_line:
+            body += "  # expect: " + ", ".join(sorted(set(by_line[n])))
+        out.append(body + (end or ("\n" if n < len(blanked) else "")))
+    return "".join(out)
 
 
 def read_label_file(path: Path) -> Labels:

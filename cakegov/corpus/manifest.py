@@ -1,5 +1,6 @@
-"""`corpus/MANIFEST.json`: every corpus case with its sha256 and labels, every workload file
-with its sha256. `cakegov corpus manifest` writes it, `--check` fails when it does not
+"""`corpus/MANIFEST.json`: every corpus case with its sha256, labels, known gaps and origin
+(hand-written, transcription, agent, mutant: cakegov/corpus/labels.py), every workload file
+with its sha256, and the sha256 of the mutation suite (corpus/MUTANTS.json). `cakegov corpus manifest` writes it, `--check` fails when it does not
 describe the files on disk, so a corpus change is always a visible, reviewed diff of this
 one file (CODEOWNERS covers corpus/)."""
 
@@ -26,16 +27,31 @@ def build(corpus: Path) -> dict[str, Any]:
         if "workloads" in path.relative_to(corpus).parts or not path.is_file():
             continue
         rel = path.relative_to(corpus).as_posix()
+        entry: dict[str, Any] = {"sha256": _sha(path)}
         try:
             labels = read_labels(path.read_text(encoding="utf-8", errors="replace"), rel)
-            label: Any = "clean" if labels.clean else sorted(
+            entry["labels"] = "clean" if labels.clean else sorted(
                 f"{code}@{line}" for code, line in labels.expected)
+            entry["origin"] = labels.origin
+            if labels.todo:
+                entry["known_gaps"] = sorted(f"{code}@{line}" for code, line in labels.todo)
         except LabelError as exc:
-            label = f"unlabelled: {exc}"
-        cases[rel] = {"sha256": _sha(path), "labels": label}
+            entry["labels"] = f"unlabelled: {exc}"
+        cases[rel] = entry
     workloads = {p.relative_to(corpus).as_posix(): _sha(p)
                  for p in sorted((corpus / "workloads").glob("*.py")) if p.is_file()}
-    return {"format": 1, "cases": cases, "workloads": workloads}
+    suite = corpus / "MUTANTS.json"
+    return {"format": 2, "cases": cases, "workloads": workloads,
+            "mutation_suite": _sha(suite) if suite.is_file() else None}
+
+
+def version(corpus: Path) -> str | None:
+    """The corpus version: the sha256 of the manifest that describes the files on disk
+    (equal to the committed corpus/MANIFEST.json's when that is current), or None when
+    `corpus` holds no corpus."""
+    if not (corpus / "valid").is_dir() and not (corpus / "invalid").is_dir():
+        return None
+    return hashlib.sha256(render(build(corpus)).encode("utf-8")).hexdigest()
 
 
 def render(manifest: dict[str, Any]) -> str:
@@ -60,4 +76,10 @@ def problems(corpus: Path) -> list[str]:
                 out.append(f"corpus/{rel}: not in the manifest")
             elif have[rel] != want[rel]:
                 out.append(f"corpus/{rel}: content or labels differ from the manifest")
+    if stored.get("format") != actual["format"]:
+        out.append(f"{path}: format {stored.get('format')}, expected {actual['format']}; run "
+                   "`cakegov corpus manifest`")
+    if stored.get("mutation_suite") != actual["mutation_suite"]:
+        out.append("corpus/MUTANTS.json: differs from the manifest; run `cakegov corpus "
+                   "manifest`")
     return out

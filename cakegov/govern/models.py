@@ -277,6 +277,7 @@ class Provenance(_Model):
     verifier_before: str
     verifier_after: str | None
     corpus_digest: str
+    corpus_version: str | None = None  # sha256 of the corpus manifest (corpus/MANIFEST.json)
     machine: Machine
     gpu: GpuInfo
     links: SourceLinks | None = None

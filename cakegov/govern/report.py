@@ -367,7 +367,9 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
             ("verifier digest before", f"`{p.verifier_before[:16]}`"),
             ("verifier digest after", f"`{(p.verifier_after or 'none')[:16]}`"),
             ("corpus", f"{result.corpus.valid + result.corpus.invalid} schedules, digest "
-                       f"`{p.corpus_digest[:16]}`"),
+                       f"`{p.corpus_digest[:16]}`" + (f", manifest version "
+                                                        f"`{p.corpus_version[:16]}`"
+                                                        if p.corpus_version else "")),
             ("engine", f"cakegov {p.engine_version}, source digest `{p.engine_digest[:16]}`"),
             ("machine", f"{m.cpu_model or m.machine}, {m.cpus} CPUs, {m.system}, Python "
                         f"{m.python}, host {m.hostname}"),

@@ -9,6 +9,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
+from cakegov.corpus.manifest import version as corpus_version
 from cakegov.govern import changes, evidence, trusted
 from cakegov.govern.cache import digest_json, engine_digest, tree_digest
 from cakegov.govern.inputs import Setup
@@ -577,6 +578,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
                 "engine_version", ""), engine_digest=engine_digest(),
             verifier_before=(v.info["base"] or {}).get("digest", ""),
             verifier_after=(v.info["candidate"] or {}).get("digest"),
-            corpus_digest=corpus_digest, machine=machine(), gpu=gpu,
+            corpus_digest=corpus_digest, corpus_version=corpus_version(setup.workloads.parent),
+            machine=machine(), gpu=gpu,
             links=source_links(setup.head, setup.prefix)),
         timing=Timing(cost=cost_, run=run))

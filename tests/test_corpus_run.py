@@ -1,0 +1,144 @@
+"""`cakegov corpus run` metrics, `corpus accept` and the manifest's provenance."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+
+from typer.testing import CliRunner
+
+from cakegov.cli import app
+from cakegov.corpus import manifest
+from cakegov.corpus.labels import read_labels, relabel
+from cakegov.corpus.run import (
+    Item,
+    MutantResult,
+    RunResult,
+    check_item,
+    coverage,
+    failed,
+    rule_table,
+    shard_of,
+    summary,
+)
+
+from .conftest import CORPUS
+
+RAW = CORPUS / "valid" / "gemm" / "raw_barriers_s2.cake"
+BAD = next(p for p in sorted((CORPUS / "invalid" / "gemm").glob("*.cake"))
+           if read_labels(p.read_text()).expected)
+
+
+def _item(file, family, valid, expected, found, todo=(), status="ok", verdict="clean"):
+    return Item(file, family, valid, verdict, list(expected), list(found), list(todo), status)
+
+
+def test_rule_table_counts_true_and_false_positives_and_misses():
+    result = RunResult(rules=["P001", "P002", "R010"], items=[
+        _item("a", "gemm", False, ["P001@3"], ["P001@3"]),
+        _item("b", "gemm", False, ["P001@4"], ["P002@4"], status="mismatch"),
+        _item("c", "scale", True, [], ["P002@9"], status="mismatch", verdict="rejected"),
+        _item("d", "scale", False, [], [], todo=["R010@2"], status="known gap"),
+    ])
+    rows = {r["rule"]: r for r in rule_table(result)}
+    assert (rows["P001"]["tp"], rows["P001"]["fp"], rows["P001"]["fn"]) == (1, 0, 1)
+    assert rows["P001"]["recall"] == 0.5 and rows["P001"]["precision"] == 1.0
+    assert (rows["P002"]["fp"], rows["P002"]["precision"]) == (2, 0.0)
+    assert rows["R010"]["gaps"] == 1 and rows["R010"]["recall"] is None
+    assert coverage(result)["P001"] == ["gemm"]
+    s = summary(result)
+    assert s["mismatches"] == ["b", "c"] and "P001" in s["under_covered_rules"]
+    assert s["known_gaps"] == ["d: R010@2"]
+
+
+def test_kill_rate_and_benign_acceptance():
+    ms = [MutantResult(f"m{i}", "drop-wait", "race", "rejected", 1, "") for i in range(3)]
+    ms += [MutantResult("s", "flip-parity", "deadlock", "clean", 1, ""),
+           MutantResult("b1", "barrier-id", "benign", "clean", 1, ""),
+           MutantResult("b2", "barrier-id", "benign", "rejected", 1, ""),
+           MutantResult("u", "drop-sync", "unknown", "clean", 1, "")]
+    result = RunResult(rules=[], mutants=ms, with_mutants=True)
+    m = summary(result)["mutation"]
+    assert (m["harmful"], m["killed"], m["kill_rate"]) == (4, 3, 0.75)
+    assert (m["benign"], m["benign_acceptance_rate"]) == (2, 0.5)
+    assert m["unknown"] == 1
+    assert list(m["survivors"]) == ["flip-parity / deadlock / checker clean"]
+    assert failed(result) == ["benign mutant rejected: b2"]
+    assert "kill rate 75.0% below 90.0%" in failed(result, 0.9)
+    assert failed(result, max_benign_rejected=1) == []
+
+
+def test_shards_partition_everything_once():
+    things = list(range(23))
+    parts = [shard_of(things, (i, 4)) for i in range(1, 5)]
+    assert sorted(x for p in parts for x in p) == things
+
+
+def test_items_are_judged_against_labels_and_known_gaps(tmp_path, checker):
+    corpus = tmp_path / "corpus"
+    (corpus / "valid" / "gemm").mkdir(parents=True)
+    (corpus / "invalid" / "gemm").mkdir(parents=True)
+    shutil.copy(RAW, corpus / "valid" / "gemm" / "ok.cake")
+    assert check_item(checker, corpus / "valid" / "gemm" / "ok.cake", corpus).status == "ok"
+    labels = read_labels(BAD.read_text())
+    code, line = sorted(labels.expected)[0]
+    wrong = BAD.read_text().replace(f"# expect: {code}", "# expect: X999")
+    (corpus / "invalid" / "gemm" / "wrong.cake").write_text(wrong)
+    item = check_item(checker, corpus / "invalid" / "gemm" / "wrong.cake", corpus)
+    assert item.status == "mismatch" and f"{code}@{line}" in item.found
+    gap = BAD.read_text().replace("# expect:", "# todo-expect:")
+    (corpus / "invalid" / "gemm" / "gap.cake").write_text(gap)
+    assert check_item(checker, corpus / "invalid" / "gemm" / "gap.cake",
+                      corpus).status == "gap closed"
+
+
+def test_relabel_writes_what_read_labels_reads_back():
+    text = BAD.read_text()
+    code_lines = sorted({n.lineno for n in ast.walk(ast.parse(text))
+                         if isinstance(n, ast.Call) and n.lineno == n.end_lineno})
+    a, b = code_lines[0], code_lines[-1]
+    found = [("P001", a), ("R010", a), ("P002", b)]
+    out = relabel(text, found)
+    labels = read_labels(out)
+    assert labels.expected == set(found)
+    assert len(out.splitlines()) == len(text.splitlines())
+
+
+def test_cli_usage_errors_exit_2():
+    runner = CliRunner()
+    r = runner.invoke(app, ["corpus", "run", "--shard", "0/2"])
+    assert r.exit_code == 2 and "I/N" in r.stderr
+    r = runner.invoke(app, ["corpus", "mutate", "--ops", "drop-wiat", str(RAW)])
+    assert r.exit_code == 2 and "did you mean drop-wait" in r.stderr
+    r = runner.invoke(app, ["corpus", "accept", str(RAW)])
+    assert r.exit_code == 2 and "false positive" in r.stderr
+
+
+def test_corpus_run_shard_passes_and_reports_json():
+    r = CliRunner().invoke(app, ["corpus", "run", "--shard", "1/12", "--format", "json",
+                                 "-q"])
+    data = json.loads(r.stdout)
+    assert r.exit_code == 0, data["failures"]
+    assert data["summary"]["items"] > 0 and data["summary"]["shard"] == "1/12"
+    assert data["failures"] == []
+
+
+def test_corpus_mutate_lists_and_labels_one_file(tmp_path):
+    r = CliRunner().invoke(app, ["corpus", "mutate", "--list"])
+    assert r.exit_code == 0 and "drop-wait" in r.stdout
+    r = CliRunner().invoke(app, ["corpus", "mutate", str(RAW), "--ops", "count-plus-one",
+                                 "--out", str(tmp_path), "-q"])
+    assert r.exit_code == 0 and "deadlock" in r.stdout
+    written = sorted(tmp_path.glob("*.cake"))[0]
+    assert written.read_text().startswith("# origin: mutant valid/gemm/raw_barriers_s2.cake")
+    assert read_labels(written.read_text() + "\n# expect: clean\n").origin.startswith("mutant")
+
+
+def test_manifest_records_origin_and_the_mutation_suite():
+    data = manifest.build(CORPUS)
+    assert data["format"] == 2
+    assert all("origin" in c for c in data["cases"].values() if isinstance(c.get("labels"),
+                                                                          (str, list)))
+    assert data["mutation_suite"] is not None
+    assert manifest.version(CORPUS) is not None
