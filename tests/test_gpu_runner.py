@@ -498,8 +498,10 @@ def test_gemm_on_bf16_inputs_passes_against_the_float64_reference(rulebook, work
                        shapes=({"M": 200, "N": 136, "K": 128},))
     assert outcome.exit_code == 0, outcome.lines
     (rec,) = records_of(tmp_path, "gemm")
-    assert 0 < rec["max_error"] < 2e-2
-    assert rec["baseline"]["name"] == "cupy.matmul" and rec["baseline"]["passed"]
+    # the error is reported as a fraction of the derived per-element bound (<= 1 passes);
+    # with bf16 inputs of magnitude >= 0.5 and K = 128 the f32 sums are exact
+    assert 0 <= rec["max_error"] <= 1 and rec["tolerance"] == 1.0
+    assert rec["baseline"]["name"] == "cublasGemmEx bf16" and rec["baseline"]["passed"]
     assert rec["kernel"]["launch"]["grid"] == [2, 2, 1]
 
 
