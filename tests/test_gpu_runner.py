@@ -800,9 +800,12 @@ def test_report_table_rows_ratio_and_missing_runs(tmp_path):
     text = report.render(rows, records)
     lines = text.splitlines()
     assert lines[0] == "GPU: NVIDIA H200 (driver 580.1, cupy 14)"
-    assert lines[1].split() == ["schedule", "shape", "correct?", "time", "ms", "baseline",
-                                "ms", "ratio", "baseline"]
+    assert lines[1].split() == ["schedule", "shape", "correct?", "time", "ms", "TFLOP/s",
+                                "GB/s", "of", "peak", "baseline", "ms", "ratio", "baseline"]
     assert "2.0000" in lines[3] and "1.0000" in lines[3] and "2.00" in lines[3]
+    records[1]["throughput"] = {"tflops": 687.2, "gbps": 1.5, "fraction_of_peak": 0.6949}
+    assert "687.2" in report.render(report.build_rows(records, [("a.cake", 0)]), records)
+    assert "69.5%" in report.render(report.build_rows(records, [("a.cake", 0)]), records)
     assert "c.cake: exit 3: not measured: no CUDA device" in text
     assert "2 of 4 rows correct; 1 not measured" in text
 
