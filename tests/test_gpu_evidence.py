@@ -101,3 +101,23 @@ def test_throughput_and_roofline_fraction_hand_worked():
     assert throughput("gemm", {"M": 1, "N": 1, "K": 1}, 0.1, "Tesla T4")["peaks"] is None
     assert throughput("gemm", {"M": 1, "N": 1, "K": 1}, None, "NVIDIA H200") is None
     assert peaks_for("NVIDIA H100 PCIe").memory_gbps == 2000.0
+
+
+def test_sanitizer_runs_pick_the_smallest_shape_and_launch_twice(rulebook, workloads,
+                                                                  tmp_path):
+    from cakegov.gpu.device import CupyDevice
+    from cakegov.gpu.sanitize import smallest_shape
+
+    assert smallest_shape(workloads["gemm"], {}, {"K": 64}) == {"M": 256, "N": 256, "K": 256}
+    assert smallest_shape(workloads["kmeans_assign"], {"K": 16, "D": 64}, {}) == {
+        "N": 1000, "K": 16, "D": 64}
+
+    def good(x, y, m, n):
+        y[...] = x * np.float32(2.5)
+
+    cp = _NumpyCupy({"scale_tile": good})
+    outcome = run_file(SCALE, RunOptions(shapes=({"M": 64, "N": 64},), record=False,
+                                         correctness_only=True), rulebook, workloads,
+                       find_device=lambda: CupyDevice(cp), compiler=_cubin_compiler)
+    assert outcome.exit_code == 0 and len(cp.launches) == 2
+    assert outcome.results[0].timing is None and outcome.results[0].baseline_timing is None
