@@ -5,11 +5,13 @@ tests/test_gpu_runner.py; nothing here is a measurement."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from cakegov.corpus.workloads import check_positive
-from cakegov.gpu.data import DataError, headline_shapes, select_shapes
+from cakegov.gpu.data import DataError, bf16_values, headline_shapes, select_shapes
 from cakegov.gpu.peaks import peaks_for, throughput
 from cakegov.gpu.run import RunOptions, launch_config, run_file
 from tests.test_gpu_runner import SCALE, _cubin_compiler, _lowered, _NumpyCupy
@@ -120,3 +122,78 @@ def test_sanitizer_runs_pick_the_smallest_shape_and_launch_twice(rulebook, workl
                        find_device=lambda: CupyDevice(cp), compiler=_cubin_compiler)
     assert outcome.exit_code == 0 and len(cp.launches) == 2
     assert outcome.results[0].timing is None and outcome.results[0].baseline_timing is None
+
+
+class _DeviceArray(np.ndarray):
+    """A numpy array with CuPy's `.data.ptr`, for the cuBLAS stand-in below."""
+
+    @property
+    def data(self):  # type: ignore[override]
+        return SimpleNamespace(ptr=self.ctypes.data)
+
+
+def _column_major_gemm_ex(registry):
+    """cublasGemmEx's column-major contract on numpy buffers found by pointer."""
+    import ctypes
+
+    def decode(buf, dtype_code):
+        return bf16_values(buf) if dtype_code == 14 else np.asarray(buf, np.float64)
+
+    def gemm_ex(handle, transa, transb, m, n, k, alpha, a, atype, lda, b, btype, ldb, beta,
+                c, ctype, ldc, compute, algo):
+        assert (atype, btype, ctype, compute) == (14, 14, 0, 68)  # bf16, bf16, f32, 32F
+        col_a = decode(registry[a], atype).reshape(-1, lda).T
+        col_b = decode(registry[b], btype).reshape(-1, ldb).T
+        op_a = col_a[:m, :k] if transa == 0 else col_a[:k, :m].T
+        op_b = col_b[:k, :n] if transb == 0 else col_b[:n, :k].T
+        col_c = registry[c].reshape(-1, ldc).T
+        scale = ctypes.c_float.from_address(alpha).value
+        keep = ctypes.c_float.from_address(beta).value
+        prod = scale * (op_a @ op_b)  # beta == 0: C is not read (cuBLAS documentation)
+        col_c[:m, :n] = prod if keep == 0 else prod + keep * col_c[:m, :n]
+
+    return gemm_ex
+
+
+def test_the_cublas_bf16_baseline_issues_a_b_transposed_gemm(monkeypatch, workloads):
+    """The argument mapping of the cuBLAS baseline (row-major C = A B^T as column-major
+    C^T = op_T(B^T) A^T) against a stand-in with cublasGemmEx's column-major semantics.
+    Not cuBLAS: the call itself only runs on a device (tests marked gpu)."""
+    import sys
+
+    from cakegov.gpu.baselines import baseline_for
+    from cakegov.gpu.compare import compare_outputs
+    from cakegov.gpu.data import make_inputs
+
+    registry: dict[int, np.ndarray] = {}
+
+    def device(host):
+        arr = np.ascontiguousarray(host).view(_DeviceArray)
+        registry[arr.ctypes.data] = arr
+        return arr
+
+    modes = []
+    cublas = SimpleNamespace(gemmEx=_column_major_gemm_ex(registry),
+                             setStream=lambda h, s: None, getPointerMode=lambda h: 1,
+                             setPointerMode=lambda h, m: modes.append(m))
+    for name, mod in (("cupy_backends", SimpleNamespace()),
+                      ("cupy_backends.cuda", SimpleNamespace()),
+                      ("cupy_backends.cuda.libs", SimpleNamespace(cublas=cublas)),
+                      ("cupy_backends.cuda.libs.cublas", cublas)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    xp = SimpleNamespace(
+        float32=np.float32,
+        empty=lambda shape, dtype: device(np.full(shape, np.nan, dtype=dtype)),
+        cuda=SimpleNamespace(device=SimpleNamespace(get_cublas_handle=lambda: 7),
+                             get_current_stream=lambda: SimpleNamespace(ptr=0)))
+    wl = workloads["gemm"]
+    sizes = {"M": 40, "N": 24, "K": 64}
+    base = baseline_for(wl)
+    inputs = make_inputs(wl, sizes, 5)
+    arrays = {n: device(a) for n, a in base.prepare(inputs.values).items()}
+    assert arrays["A"].dtype == np.uint16  # bf16 patterns, not f32 values
+    out = base.fn(xp, arrays, sizes)
+    ref = wl.reference({n: v.astype(np.float64) for n, v in inputs.values.items()}, sizes)
+    got = compare_outputs(wl, {"C": np.asarray(out["C"])}, ref, inputs.values)
+    assert got[0].passed, got[0].reason
+    assert modes == [0, 1]  # host pointer mode for the call, the caller's restored

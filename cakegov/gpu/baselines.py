@@ -60,6 +60,7 @@ CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 CUBLAS_COMPUTE_32F = 68
 CUBLAS_GEMM_DEFAULT = -1
+CUBLAS_POINTER_MODE_HOST = 0
 
 
 def gemm_flops(sizes: Mapping[str, int]) -> float:
@@ -82,10 +83,15 @@ def _gemm_bf16(xp: Any, a: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[
     cublas.setStream(handle, xp.cuda.get_current_stream().ptr)
     # Row-major C = A B^T is column-major C^T (N x M) = op_T(B^T) A^T: B's buffer read as
     # a K x N column-major matrix and transposed, A's as K x M untransposed.
-    cublas.gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, alpha.ctypes.data,
-                  a["B"].data.ptr, CUDA_R_16BF, k, a["A"].data.ptr, CUDA_R_16BF, k,
-                  beta.ctypes.data, c.data.ptr, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
-                  CUBLAS_GEMM_DEFAULT)
+    mode = cublas.getPointerMode(handle)
+    cublas.setPointerMode(handle, CUBLAS_POINTER_MODE_HOST)  # alpha, beta: host scalars
+    try:
+        cublas.gemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, alpha.ctypes.data,
+                      a["B"].data.ptr, CUDA_R_16BF, k, a["A"].data.ptr, CUDA_R_16BF, k,
+                      beta.ctypes.data, c.data.ptr, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                      CUBLAS_GEMM_DEFAULT)
+    finally:
+        cublas.setPointerMode(handle, mode)
     return {"C": c}
 
 
