@@ -210,3 +210,11 @@ def test_accumulator_refuses_invalid_shapes():
         accumulator_registers(12)
     with pytest.raises(LayoutError, match="thread"):
         accumulator_element(128, 0, 8)
+
+
+def test_the_shared_memory_layout_aligns_swizzled_buffers_to_the_model_repeat():
+    # cakegov/lower/layout.py places every swizzled buffer on its pattern boundary, which
+    # KMajorTile requires (base offset 0 in every descriptor)
+    from cakegov.lower.layout import SWIZZLE_REPEAT
+
+    assert SWIZZLE_REPEAT == {n: MODES[n].repeat for n in SWIZZLED}
