@@ -445,6 +445,9 @@ def run(
                     "run (default: fresh from the OS).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds a correctness launch "
                        "may take before it counts as hung.")] = 30.0,
+    headline: Annotated[bool, typer.Option("--headline", help="Also run the workload's "
+                        "headline shapes the schedule accepts (the others are listed).")
+                        ] = False,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
 ) -> None:
@@ -462,7 +465,8 @@ def run(
     except DataError as exc:
         raise usage_error(str(exc)) from None
     options = RunOptions(shapes=tuple(shapes), repeat=repeat, record=record,
-                         measurements=measurements, seed=seed, timeout_s=timeout)
+                         measurements=measurements, seed=seed, timeout_s=timeout,
+                         headline=headline)
     outcome = run_file(path, options, book, wls, root=project_root())
     stream = err if outcome.exit_code in (EXIT_USAGE, EXIT_INCOMPLETE) else out
     for line in outcome.lines:

@@ -5,17 +5,26 @@
 #     CuPy and CUDA wheels are used) and installs the project and whatever it lacks from
 #     ./wheelhouse (scripts/prepare_wheelhouse.sh, run beforehand where there is network),
 #     falling back to the package index only when the wheelhouse cannot satisfy it;
-#  2. runs the GPU tests (pytest -m gpu);
-#  3. runs `cakegov run` over every valid corpus schedule (records are appended to
-#     corpus/measurements/<workload>.jsonl);
-#  4. prints a short table last: schedule, shape, correct?, time, baseline time, ratio.
+#  2. runs `cakegov run --headline` over every valid corpus schedule: its check shapes
+#     and the workloads' headline shapes it accepts (gemm 4096^3 bf16; kmeans_assign
+#     N=65536, K=1024, D=128); records are appended to corpus/measurements/<workload>.jsonl;
+#  3. when compute-sanitizer exists (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin or an
+#     nvidia-cuda-sanitizer-api wheel), runs `--tool racecheck` and `--tool synccheck` on
+#     every valid schedule at its smallest check shape (python -m cakegov.gpu.sanitize:
+#     two correctness launches, no timing); otherwise says it did not;
+#  4. runs the GPU tests (pytest -m gpu) with what time is left;
+#  5. prints the table last: schedule, shape, correct?, time, TFLOP/s, GB/s, fraction of
+#     peak, baseline time, ratio; then the sanitizer verdicts.
 #
 # Environment: PYTHON (default python3), REPEAT (timed launches per shape, default 30),
-# RUN_TIMEOUT / TEST_TIMEOUT (seconds, defaults 90 / 180), BUDGET (seconds for the whole
-# check, default 420, so the whole stays under 8 minutes: no run outlives it, runs that would
-# start within 20 s of it are skipped), WHEELHOUSE, CAKEGOV_GPU_VENV,
-# GPU_CHECK_OUT (default $OUT when set: measurement files and the table are copied there).
-# Exit: 0 all correct, 1 something wrong or failed, 3 no CUDA device (nothing measured).
+# RUN_TIMEOUT / TEST_TIMEOUT / SANITIZE_TIMEOUT (seconds, defaults 90 / 120 / 60),
+# SANITIZE_BUDGET (seconds for all sanitizer runs, default 150), BUDGET (seconds for the
+# whole check, default 540, so the whole stays under 10 minutes: no step outlives it, runs
+# that would start within 20 s of it are skipped and reported as such), WHEELHOUSE,
+# CAKEGOV_GPU_VENV, GPU_CHECK_OUT (default $OUT when set: measurement files, the table and
+# the sanitizer logs are copied there).
+# Exit: 0 all correct and sanitizer-clean, 1 something wrong or failed, 3 no CUDA device
+# (nothing measured).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,14 +34,18 @@ VENV=${CAKEGOV_GPU_VENV:-$ROOT/.gpu-venv}
 WHEELHOUSE=${WHEELHOUSE:-$ROOT/wheelhouse}
 REPEAT=${REPEAT:-30}
 RUN_TIMEOUT=${RUN_TIMEOUT:-90}
-TEST_TIMEOUT=${TEST_TIMEOUT:-180}
-BUDGET=${BUDGET:-420}
+TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-60}
+SANITIZE_BUDGET=${SANITIZE_BUDGET:-150}
+BUDGET=${BUDGET:-540}
 DEADLINE=$(( $(date +%s) + BUDGET ))
 COPY_TO=${GPU_CHECK_OUT:-${OUT:-}}
 START=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
 WORK=$(mktemp -d)
 STATUS=$WORK/status.tsv
+SANITIZE=$WORK/sanitizer.tsv
 : > "$STATUS"
+: > "$SANITIZE"
 export PYTHONUNBUFFERED=1
 
 step() { printf '\n== %s\n' "$*"; }
@@ -91,16 +104,8 @@ else:
     device.close()
 EOF
 
-# ---- 2. GPU tests -----------------------------------------------------------------------
-step "GPU tests (pytest -m gpu)"
-left=$(( DEADLINE - $(date +%s) ))
-timeout "$(( left < TEST_TIMEOUT ? left : TEST_TIMEOUT ))" \
-    "$PY" -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest-gpu.log"
-tests_rc=${PIPESTATUS[0]}
-echo "  pytest -m gpu exit status: $tests_rc"
-
-# ---- 3. every valid schedule ------------------------------------------------------------
-step "cakegov run over corpus/valid (repeat $REPEAT)"
+# ---- 2. every valid schedule ------------------------------------------------------------
+step "cakegov run --headline over corpus/valid (repeat $REPEAT)"
 mapfile -t SCHEDULES < <(find corpus/valid -name '*.cake' | LC_ALL=C sort)
 for schedule in "${SCHEDULES[@]}"; do
     left=$(( DEADLINE - $(date +%s) ))
@@ -111,22 +116,91 @@ for schedule in "${SCHEDULES[@]}"; do
     fi
     echo "-- $schedule"
     timeout "$(( left < RUN_TIMEOUT ? left : RUN_TIMEOUT ))" \
-        "${CAKEGOV[@]}" run "$schedule" --repeat "$REPEAT"
+        "${CAKEGOV[@]}" run "$schedule" --repeat "$REPEAT" --headline
     printf '%s\t%s\n' "$schedule" "$?" >> "$STATUS"
 done
+
+# ---- 3. compute-sanitizer ----------------------------------------------------------------
+find_sanitizer() {
+    local c
+    for c in "$(command -v compute-sanitizer 2>/dev/null)" \
+             "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" \
+             /usr/local/cuda/bin/compute-sanitizer \
+             "$("$PY" -c 'import glob, os, sys
+for p in sys.path:
+    for hit in glob.glob(os.path.join(p, "nvidia", "*", "compute-sanitizer", "compute-sanitizer")) + glob.glob(os.path.join(p, "nvidia", "*", "bin", "compute-sanitizer")):
+        print(hit); raise SystemExit' 2>/dev/null)"; do
+        [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+    done
+    return 1
+}
+step "compute-sanitizer racecheck + synccheck, smallest check shape per schedule"
+SANITIZER=$(find_sanitizer)
+if [ -z "$SANITIZER" ]; then
+    echo "  compute-sanitizer not found: racecheck and synccheck were NOT run"
+    printf '%s\t%s\t%s\n' "-" "-" "not run: compute-sanitizer not found" >> "$SANITIZE"
+else
+    echo "  $SANITIZER ($("$SANITIZER" --version 2>/dev/null | tail -1))"
+    san_deadline=$(( $(date +%s) + SANITIZE_BUDGET ))
+    for schedule in "${SCHEDULES[@]}"; do
+        for tool in racecheck synccheck; do
+            now=$(date +%s)
+            left=$(( DEADLINE - now )); san_left=$(( san_deadline - now ))
+            [ "$san_left" -lt "$left" ] && left=$san_left
+            if [ "$left" -lt 15 ]; then
+                printf '%s\t%s\t%s\n' "$schedule" "$tool" "not run: time budget spent" \
+                    >> "$SANITIZE"
+                continue
+            fi
+            log="$WORK/sanitize-$(basename "$schedule" .cake)-$tool.log"
+            timeout "$(( left < SANITIZE_TIMEOUT ? left : SANITIZE_TIMEOUT ))" \
+                "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 20 \
+                "$PY" -m cakegov.gpu.sanitize "$schedule" > "$log" 2>&1
+            rc=$?
+            case $rc in
+                0) verdict="clean" ;;
+                86) verdict="HAZARDS reported (see $(basename "$log"))" ;;
+                124|137) verdict="not finished: time limit" ;;
+                3) verdict="not run: no CUDA device" ;;
+                *) verdict="run failed (exit $rc, see $(basename "$log"))" ;;
+            esac
+            printf '%s\t%s\t%s\n' "$schedule" "$tool" "$verdict" >> "$SANITIZE"
+            echo "  $tool $schedule: $verdict"
+        done
+    done
+fi
+
+# ---- 4. GPU tests ------------------------------------------------------------------------
+step "GPU tests (pytest -m gpu)"
+left=$(( DEADLINE - $(date +%s) ))
+if [ "$left" -lt 20 ]; then
+    echo "  skipped: time budget of ${BUDGET}s spent"
+    tests_rc=124
+    : > "$WORK/pytest-gpu.log"
+else
+    timeout "$(( left < TEST_TIMEOUT ? left : TEST_TIMEOUT ))" \
+        "$PY" -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest-gpu.log"
+    tests_rc=${PIPESTATUS[0]}
+fi
+echo "  pytest -m gpu exit status: $tests_rc"
 
 # ---- 4. the table -----------------------------------------------------------------------
 step "summary"
 "$PY" -m cakegov.gpu.report --measurements corpus/measurements --since "$START" \
     --status "$STATUS" | tee "$WORK/table.txt"
 report_rc=${PIPESTATUS[0]}
+{ echo; echo "compute-sanitizer (smallest check shape, two launches):"
+  awk -F'\t' '{ printf "  %-10s %-60s %s\n", $2, $1, $3 }' "$SANITIZE"; } | tee -a "$WORK/table.txt"
+sanitize_bad=0
+grep -q $'\t\(HAZARDS\|run failed\)' "$SANITIZE" && sanitize_bad=1
 
 if [ -n "$COPY_TO" ] && [ -d "$COPY_TO" ] && [ -w "$COPY_TO" ]; then
-    cp corpus/measurements/*.jsonl "$WORK/table.txt" "$WORK/pytest-gpu.log" "$COPY_TO"/ \
-        2>/dev/null || true
+    cp corpus/measurements/*.jsonl "$WORK/table.txt" "$WORK/pytest-gpu.log" \
+        "$WORK"/sanitize-*.log "$COPY_TO"/ 2>/dev/null || true
 fi
 if cut -f2 "$STATUS" | grep -qvx 3; then
-    [ "$report_rc" -eq 0 ] && { [ "$tests_rc" -eq 0 ] || [ "$tests_rc" -eq 5 ]; } && exit 0
+    [ "$report_rc" -eq 0 ] && [ "$sanitize_bad" -eq 0 ] \
+        && { [ "$tests_rc" -eq 0 ] || [ "$tests_rc" -eq 5 ]; } && exit 0
     exit 1
 fi
 exit 3  # every run said: no CUDA device

@@ -498,8 +498,10 @@ def test_gemm_on_bf16_inputs_passes_against_the_float64_reference(rulebook, work
                        shapes=({"M": 200, "N": 136, "K": 128},))
     assert outcome.exit_code == 0, outcome.lines
     (rec,) = records_of(tmp_path, "gemm")
-    assert 0 < rec["max_error"] < 2e-2
-    assert rec["baseline"]["name"] == "cupy.matmul" and rec["baseline"]["passed"]
+    # the error is reported as a fraction of the derived per-element bound (<= 1 passes);
+    # with bf16 inputs of magnitude >= 0.5 and K = 128 the f32 sums are exact
+    assert 0 <= rec["max_error"] <= 1 and rec["tolerance"] == 1.0
+    assert rec["baseline"]["name"] == "cublasGemmEx bf16" and rec["baseline"]["passed"]
     assert rec["kernel"]["launch"]["grid"] == [2, 2, 1]
 
 
@@ -798,9 +800,12 @@ def test_report_table_rows_ratio_and_missing_runs(tmp_path):
     text = report.render(rows, records)
     lines = text.splitlines()
     assert lines[0] == "GPU: NVIDIA H200 (driver 580.1, cupy 14)"
-    assert lines[1].split() == ["schedule", "shape", "correct?", "time", "ms", "baseline",
-                                "ms", "ratio", "baseline"]
+    assert lines[1].split() == ["schedule", "shape", "correct?", "time", "ms", "TFLOP/s",
+                                "GB/s", "of", "peak", "baseline", "ms", "ratio", "baseline"]
     assert "2.0000" in lines[3] and "1.0000" in lines[3] and "2.00" in lines[3]
+    records[1]["throughput"] = {"tflops": 687.2, "gbps": 1.5, "fraction_of_peak": 0.6949}
+    assert "687.2" in report.render(report.build_rows(records, [("a.cake", 0)]), records)
+    assert "69.5%" in report.render(report.build_rows(records, [("a.cake", 0)]), records)
     assert "c.cake: exit 3: not measured: no CUDA device" in text
     assert "2 of 4 rows correct; 1 not measured" in text
 

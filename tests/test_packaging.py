@@ -11,7 +11,8 @@ import tomllib
 
 from .conftest import ROOT
 
-OPTIONAL = {"cupy", "cuda", "pynvml"}  # the GPU stack and `nvrtc`: probed, never required
+# the GPU stack and `nvrtc`: probed, never required (cupy_backends ships in the cupy wheel)
+OPTIONAL = {"cupy", "cupy_backends", "cuda", "pynvml"}
 DISTRIBUTION = {"git": "gitpython", "yaml": "pyyaml"}  # import name -> distribution name
 
 

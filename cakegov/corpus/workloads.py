@@ -5,6 +5,8 @@ reviewed like engine code), so it is imported as a module. It defines:
 
 - `NAME`, `SIZES` (size symbols), `TENSORS` ({name: (dtype, dims)}), `OUTPUTS`;
 - `SHAPES`: concrete sizes to check and run, including ones that are not tile multiples;
+- `HEADLINE` (optional): the shapes performance is reported at (`cakegov run --headline`,
+  scripts/gpu_check.sh);
 - `TOLERANCE`: relative error bound per output dtype;
 - `generate(sizes, rng)` -> inputs and `reference(inputs, sizes)` -> outputs (float64)."""
 
@@ -39,6 +41,7 @@ class Workload:
     reference: Callable[..., dict[str, Any]]
     path: str
     sha256: str
+    headline: tuple[dict[str, int], ...] = ()
 
     @property
     def sig(self) -> WorkloadSig:
@@ -52,6 +55,8 @@ class Workload:
                    ) -> list[dict[str, int]]:
         """Check shapes a schedule accepts: fixed sizes substituted, sizes rounded up to
         the schedule's declared divisibility."""
+        check_positive(fixed, "a fixed size")
+        check_positive(divisible, "a divisibility")
         out: list[dict[str, int]] = []
         for shape in self.shapes:
             s = dict(shape)
@@ -62,6 +67,14 @@ class Workload:
             if s not in out:
                 out.append(s)
         return out
+
+
+def check_positive(sizes: Mapping[str, int], what: str) -> None:
+    """Refuse a size (or multiple) that is not a positive integer: a zero trip count is a
+    multiple of every tile, and a kernel given one loops on an empty pipeline."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{what} must be a positive integer: {name}={value!r}")
 
 
 def load_workload(path: Path) -> Workload:
@@ -83,11 +96,21 @@ def load_workload(path: Path) -> Workload:
             tolerance=dict(module.TOLERANCE), generate=module.generate,
             reference=module.reference, path=str(path),
             sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+            headline=tuple(dict(s) for s in getattr(module, "HEADLINE", ())),
         )
     except AttributeError as exc:
         raise WorkloadError(path, f"missing {exc.name}") from exc
     if wl.name != path.stem:
         raise WorkloadError(path, "NAME must equal the file name")
+    for what, shapes in (("SHAPES", wl.shapes), ("HEADLINE", wl.headline)):
+        for shape in shapes:
+            if set(shape) != set(wl.sizes):
+                raise WorkloadError(path, f"{what} entry {shape} must give exactly "
+                                    f"{', '.join(wl.sizes)}")
+            try:
+                check_positive(shape, f"{what} entry {shape}: a size")
+            except ValueError as exc:
+                raise WorkloadError(path, str(exc)) from None
     for tname, (dtype, dims) in wl.tensors.items():
         if dtype not in DTYPE_BYTES:
             raise WorkloadError(path, f"tensor {tname}: unknown dtype {dtype}")

@@ -8,18 +8,25 @@ reference is not constant, and any NaN or infinity (poison the kernel never over
 fails outright. Integer outputs are exact, except that a workload with a `tie_gap` and a
 distance function below (k-means labels) accepts a different label whose distance is
 within `tie_gap` (relative) of the reference label's: f32 arithmetic may legitimately
-order near-ties differently from the float64 reference."""
+order near-ties differently from the float64 reference.
+
+Workloads with derived bounds (cakegov/gpu/tolerance.py) are held to them instead: GEMM
+outputs element by element against `lambda sqrt(K) u sum|a b|` (`compare_bounded`; the
+error reported is the worst ratio of error to bound, passing at <= 1), k-means labels
+against the f32 error bounds of the two distances (`compare_labels` with `slack`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from cakegov.corpus.workloads import Workload
 from cakegov.gpu.data import FLOAT_ENCODINGS, decode
+from cakegov.gpu.tolerance import ELEMENT_BOUNDS, TIE_SLACK
 
 
 @dataclass(frozen=True)
@@ -86,10 +93,52 @@ def compare_float(tensor: str, dtype: str, raw: np.ndarray, reference: np.ndarra
                       f"max relative error {error:.3e} <= {tolerance:.1e}", details)
 
 
+def compare_bounded(tensor: str, dtype: str, raw: np.ndarray, reference: np.ndarray,
+                    bound: np.ndarray) -> Comparison:
+    """Element-wise comparison against a derived absolute bound per element."""
+    out = np.asarray(decode(dtype, raw), dtype=np.float64)
+    ref = np.asarray(reference, dtype=np.float64)
+
+    def fail(reason: str, error: float = float("inf"), **details: Any) -> Comparison:
+        return Comparison(tensor, dtype, False, error, 1.0, reason, details)
+
+    if out.shape != ref.shape or np.shape(bound) != ref.shape:
+        return fail(f"shape {out.shape} differs from the reference's {ref.shape}")
+    bad = ~np.isfinite(out)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        return fail(f"{int(bad.sum())} of {out.size} elements are NaN or infinite (first at "
+                    f"{first}): the kernel left poison or produced non-finite values",
+                    non_finite=int(bad.sum()), first_non_finite=list(first))
+    diff = np.abs(out - ref)
+    ratio = diff / np.maximum(bound, np.finfo(np.float64).tiny)
+    worst = tuple(int(i) for i in np.unravel_index(int(ratio.argmax()), ratio.shape))
+    error = float(ratio[worst])
+    over = int((ratio > 1.0).sum())
+    details = {"worst_index": list(worst), "worst_value": float(out[worst]),
+               "worst_reference": float(ref[worst]), "worst_bound": float(bound[worst]),
+               "over_bound": over, "max_abs_error": float(diff.max()),
+               "max_bound": float(np.max(bound))}
+    if ref.size > 1 and ref.max() > ref.min() and out.max() == out.min():
+        return fail(f"output is constant ({float(out.flat[0]):.6g}) but the reference is not",
+                    error, **details)
+    if over:
+        return fail(f"{over} of {out.size} elements exceed their derived error bound (worst "
+                    f"at {worst}: got {float(out[worst]):.7g}, expected "
+                    f"{float(ref[worst]):.7g}, error {float(diff[worst]):.3e} = "
+                    f"{error:.3g} x its bound {float(bound[worst]):.3e})", error, **details)
+    return Comparison(tensor, dtype, True, error, 1.0,
+                      f"every element within its derived bound (worst at {error:.3f} of it)",
+                      details)
+
+
 def compare_labels(tensor: str, raw: np.ndarray, reference: np.ndarray, distances: np.ndarray,
-                   tie_gap: float, tolerance: float = 0.0) -> Comparison:
+                   tie_gap: float, tolerance: float = 0.0,
+                   slack: np.ndarray | None = None) -> Comparison:
     """Exact label comparison that accepts near-ties: a label other than the reference's
-    passes when its distance exceeds the reference label's by at most `tie_gap` relative.
+    passes when its distance exceeds the reference label's by at most `tie_gap` relative,
+    or, given `slack` (absolute error bounds [N, K] of the distances), by at most the sum
+    of the two labels' bounds.
 
     `max_error` is the fraction of rows with a wrong (non-tie) label; the output passes when
     it is at most `tolerance` (0: every label right or a tie)."""
@@ -114,7 +163,13 @@ def compare_labels(tensor: str, raw: np.ndarray, reference: np.ndarray, distance
     d_ref = distances[idx, ref]
     d_out = distances[idx, out]
     gap = (d_out - d_ref) / np.maximum(np.abs(d_ref), np.finfo(np.float64).tiny)
-    tie = mismatch & (gap <= tie_gap)
+    if slack is not None:
+        allowed = slack[idx, ref] + slack[idx, out]
+        tie = mismatch & (d_out - d_ref <= allowed)
+        gap = (d_out - d_ref) / np.maximum(allowed, np.finfo(np.float64).tiny)
+        tie_gap = 1.0  # reported in units of the allowed slack
+    else:
+        tie = mismatch & (gap <= tie_gap)
     wrong = mismatch & ~tie
     error = float(wrong.sum()) / rows if rows else 0.0
     details = {"mismatches": int(mismatch.sum()), "ties_accepted": int(tie.sum()),
@@ -146,10 +201,35 @@ def compare_exact(tensor: str, dtype: str, raw: np.ndarray, reference: np.ndarra
     return Comparison(tensor, dtype, True, 0.0, 0.0, "exact match")
 
 
+class Checks:
+    """What comparing one shape's outputs needs beyond the reference, computed once per
+    shape (a 4096^3 GEMM bound is a float64 matmul) and shared by every launch checked."""
+
+    def __init__(self, workload: Workload, values: Mapping[str, np.ndarray]):
+        self.workload, self.values = workload, values
+
+    @cached_property
+    def bounds(self) -> dict[str, np.ndarray] | None:
+        fn = ELEMENT_BOUNDS.get(self.workload.name)
+        return fn(self.values) if fn else None
+
+    @cached_property
+    def distances(self) -> np.ndarray | None:
+        fn = TIE_DISTANCES.get(self.workload.name)
+        return fn(self.values) if fn else None
+
+    @cached_property
+    def slack(self) -> np.ndarray | None:
+        fn = TIE_SLACK.get(self.workload.name)
+        return fn(self.values) if fn else None
+
+
 def compare_outputs(workload: Workload, outputs: Mapping[str, np.ndarray],
-                    reference: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray]
-                    ) -> list[Comparison]:
-    """Compare every output of `workload`; `values` are the exact inputs (for tie checks)."""
+                    reference: Mapping[str, np.ndarray], values: Mapping[str, np.ndarray],
+                    checks: Checks | None = None) -> list[Comparison]:
+    """Compare every output of `workload`; `values` are the exact inputs (for bounds and
+    tie checks); pass one `Checks` to compare several launches of a shape cheaply."""
+    checks = checks or Checks(workload, values)
     results = []
     for name in workload.outputs:
         dtype = workload.tensors[name][0]
@@ -158,15 +238,17 @@ def compare_outputs(workload: Workload, outputs: Mapping[str, np.ndarray],
                                       "output was not returned by the device"))
             continue
         raw, ref = outputs[name], reference[name]
-        if dtype in FLOAT_ENCODINGS:
+        if dtype in FLOAT_ENCODINGS and checks.bounds is not None and name in checks.bounds:
+            results.append(compare_bounded(name, dtype, raw, ref, checks.bounds[name]))
+        elif dtype in FLOAT_ENCODINGS:
             if dtype not in workload.tolerance:
                 raise KeyError(f"workload {workload.name} has no TOLERANCE for {dtype}")
             results.append(compare_float(name, dtype, raw, ref, workload.tolerance[dtype]))
-        elif "tie_gap" in workload.tolerance and workload.name in TIE_DISTANCES:
-            dist = TIE_DISTANCES[workload.name](values)
-            results.append(compare_labels(name, raw, ref, dist,
+        elif "tie_gap" in workload.tolerance and checks.distances is not None:
+            results.append(compare_labels(name, raw, ref, checks.distances,
                                           float(workload.tolerance["tie_gap"]),
-                                          float(workload.tolerance.get(dtype, 0.0))))
+                                          float(workload.tolerance.get(dtype, 0.0)),
+                                          checks.slack))
         else:
             results.append(compare_exact(name, dtype, raw, ref))
     return results

@@ -184,6 +184,12 @@ def select_shapes(workload: Workload, fixed: Mapping[str, int], divisible: Mappi
                   requested: Sequence[Mapping[str, int]] = ()) -> list[dict[str, int]]:
     """The shapes to run: the workload's check shapes as the schedule accepts them, or the
     requested ones completed with the schedule's fixed sizes and validated against them."""
+    for sizes, what in ((fixed, "fixed size"), (divisible, "divisibility"),
+                        *((r, "size") for r in requested)):
+        for name, value in sizes.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise DataError(f"{name}={value!r}: a {what} must be a positive integer "
+                                "(a zero size is a multiple of every tile)")
     if not requested:
         return workload.shapes_for(fixed, divisible)
     shapes: list[dict[str, int]] = []
@@ -208,6 +214,24 @@ def select_shapes(workload: Workload, fixed: Mapping[str, int], divisible: Mappi
         if shape not in shapes:
             shapes.append(shape)
     return shapes
+
+
+def headline_shapes(workload: Workload, fixed: Mapping[str, int],
+                    divisible: Mapping[str, int]) -> tuple[list[dict[str, int]], list[str]]:
+    """The workload's headline shapes the schedule accepts, and why each other one is not
+    run (a fixed size that differs, a size the schedule's divisibility excludes)."""
+    accepted: list[dict[str, int]] = []
+    refused: list[str] = []
+    for shape in workload.headline:
+        clash = [f"{n}={fixed[n]}" for n in fixed if shape.get(n) != fixed[n]]
+        bad = [f"{n} % {m}" for n, m in divisible.items() if shape.get(n, 0) % m]
+        if clash or bad:
+            why = (f"the schedule fixes {', '.join(clash)}" if clash else
+                   f"the schedule requires {', '.join(bad)} == 0")
+            refused.append(f"headline shape {_fmt(shape)} not run: {why}")
+        elif shape not in accepted:
+            accepted.append(dict(shape))
+    return accepted, refused
 
 
 def _fmt(shape: Mapping[str, int]) -> str:

@@ -98,6 +98,11 @@ class Timing:
     warmup: int
     rotation: Rotation
     last_outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    # The outputs of every timed launch that was the last to use its rotation set, keyed
+    # by timed-launch index (0 = first timed launch). Outputs are re-poisoned before every
+    # launch, so each holds exactly what that launch wrote: a launch that failed or wrote
+    # only part of its output shows as poison, never as an earlier launch's result.
+    sampled_outputs: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 class Device(Protocol):
@@ -281,16 +286,30 @@ class CupyDevice:
 
     def time_kernel(self, kernel: Any, launch: LaunchConfig, inputs: Mapping[str, np.ndarray],
                     outputs: Mapping[str, np.ndarray], warmup: int, repeat: int) -> Timing:
+        """Time `repeat` launches after `warmup`, re-poisoning the outputs of the rotation
+        set before every launch (outside the timed events), and bring back the outputs of
+        each set's last timed launch for checking (`Timing.sampled_outputs`)."""
         cp = self.cp
         rotation = self._rotation(_set_bytes(inputs, outputs))
         sets: list[dict[str, Any]] = []
         try:
             with self.stream:
                 sets = self._rotation_sets({**inputs, **outputs}, rotation)
+                poison = {n: cp.asarray(a) for n, a in outputs.items()}
+
+            def repoison(s: dict[str, Any]) -> None:
+                for n, p in poison.items():
+                    s[n][...] = p
+
             timing = self._timed(lambda s: self._launch(kernel, launch, s), sets,
-                                 warmup, repeat, rotation)
-            last = sets[(warmup + repeat - 1) % len(sets)]
-            outs = {n: cp.asnumpy(last[n], stream=self.stream) for n in outputs}
+                                 warmup, repeat, rotation, before=repoison)
+            sampled: dict[int, dict[str, np.ndarray]] = {}
+            for j in range(len(sets)):
+                uses = [t for t in range(warmup + repeat) if t % len(sets) == j]
+                if uses and uses[-1] >= warmup:
+                    sampled[uses[-1] - warmup] = {
+                        n: cp.asnumpy(sets[j][n], stream=self.stream) for n in outputs}
+            outs = sampled[repeat - 1]
             self.stream.synchronize()
         except KernelError:
             raise
@@ -299,7 +318,8 @@ class CupyDevice:
         finally:
             sets.clear()
             self._release()
-        return Timing(timing.samples_ms, timing.wall_ms, warmup, rotation, outs)
+        return Timing(timing.samples_ms, timing.wall_ms, warmup, rotation, outs,
+                      dict(sorted(sampled.items())))
 
     # ---- baselines -------------------------------------------------------------------
 
@@ -343,10 +363,15 @@ class CupyDevice:
                           for _ in range(rotation.copies - 1)]
 
     def _timed(self, step: Callable[[dict[str, Any]], Any], sets: Sequence[dict[str, Any]],
-               warmup: int, repeat: int, rotation: Rotation) -> Timing:
+               warmup: int, repeat: int, rotation: Rotation,
+               before: Callable[[dict[str, Any]], Any] | None = None) -> Timing:
+        """`before` (re-poisoning) runs on the stream ahead of each launch and outside its
+        event pair: its time is not in the samples (it is in the wall time)."""
         cp = self.cp
         with self.stream:
             for i in range(warmup):
+                if before is not None:
+                    before(sets[i % len(sets)])
                 step(sets[i % len(sets)])
             self.stream.synchronize()
             cp.cuda.Device().synchronize()  # nothing else in flight when the clock starts
@@ -354,6 +379,8 @@ class CupyDevice:
             ends = [cp.cuda.Event() for _ in range(repeat)]
             t0 = time.perf_counter()
             for i in range(repeat):
+                if before is not None:
+                    before(sets[(warmup + i) % len(sets)])
                 starts[i].record(self.stream)
                 step(sets[(warmup + i) % len(sets)])
                 ends[i].record(self.stream)

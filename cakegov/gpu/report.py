@@ -1,5 +1,6 @@
 """The short table scripts/gpu_check.sh prints last: per schedule and shape, whether the
-kernel was correct, its median time, the baseline's, and their ratio.
+kernel was correct, its median time, its TFLOP/s and GB/s, the fraction of the device's
+roofline it reached (cakegov/gpu/peaks.py), the baseline's time, and their ratio.
 
 Built from the measurement records (cakegov/gpu/records.py) plus, optionally, a status
 file with the exit code of every `cakegov run` the check made (`FILE<TAB>CODE` per line),
@@ -40,6 +41,9 @@ class Row:
     baseline_ms: float | None
     baseline: str
     note: str = ""
+    tflops: float | None = None
+    gbps: float | None = None
+    fraction: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -104,10 +108,12 @@ def record_row(record: dict[str, Any]) -> Row:
         correct = "NO"
         bad = next((c for c in record.get("comparisons", []) if not c.get("passed")), None)
         note = bad["reason"] if bad else ""
+    rate = record.get("throughput") or {}
     return Row(schedule=str(record.get("schedule", {}).get("file", "?")), shape=_shape(record),
                correct=correct, time_ms=_median(record.get("times_ms")),
                baseline_ms=_median(base.get("times_ms")), baseline=str(base.get("name", "")),
-               note=note)
+               note=note, tflops=rate.get("tflops"), gbps=rate.get("gbps"),
+               fraction=rate.get("fraction_of_peak"))
 
 
 def _latest_run(records: Iterable[dict[str, Any]], file: str) -> list[dict[str, Any]]:
@@ -139,14 +145,20 @@ def build_rows(records: Sequence[dict[str, Any]],
     return rows
 
 
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
 def render(rows: Sequence[Row], records: Sequence[dict[str, Any]] = ()) -> str:
     """A fixed-width table (plain text: it ends up in logs and terminals alike)."""
-    header = ("schedule", "shape", "correct?", "time ms", "baseline ms", "ratio", "baseline")
-    body = [(r.schedule, r.shape, r.correct, _ms(r.time_ms), _ms(r.baseline_ms),
+    header = ("schedule", "shape", "correct?", "time ms", "TFLOP/s", "GB/s", "of peak",
+              "baseline ms", "ratio", "baseline")
+    body = [(r.schedule, r.shape, r.correct, _ms(r.time_ms), _num(r.tflops, ".1f"),
+             _num(r.gbps, ".0f"), _num(r.fraction, ".1%"), _ms(r.baseline_ms),
              "-" if r.ratio is None else f"{r.ratio:.2f}", r.baseline or "-") for r in rows]
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     lines = []
@@ -156,7 +168,9 @@ def render(rows: Sequence[Row], records: Sequence[dict[str, Any]] = ()) -> str:
         lines.append(f"GPU: {name} (driver {driver or '?'}, cupy {cupy})")
     if not gpus:
         lines.append("GPU: none measured")
-    fmt = "  ".join(f"{{:{'<' if i < 3 or i == 6 else '>'}{w}}}" for i, w in enumerate(widths))
+    last = len(header) - 1
+    fmt = "  ".join(f"{{:{'<' if i < 3 or i == last else '>'}{w}}}"
+                    for i, w in enumerate(widths))
     lines.append(fmt.format(*header).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     lines.extend(fmt.format(*row).rstrip() for row in body)
@@ -167,7 +181,8 @@ def render(rows: Sequence[Row], records: Sequence[dict[str, Any]] = ()) -> str:
         lines.extend(f"  {where}: {note}" for where, note in notes)
     lines.append("")
     lines.append("time: median of the timed launches (CUDA events, inputs rotated past L2); "
-                 "ratio = kernel / baseline (below 1: kernel faster)")
+                 "ratio = kernel / baseline (below 1: kernel faster); of peak = the roofline "
+                 "time at the device's published peak / the time (cakegov/gpu/peaks.py)")
     correct = sum(r.correct == "yes" for r in rows)
     lines.append(f"{correct} of {len(rows)} rows correct; "
                  f"{sum(r.correct == 'not measured' for r in rows)} not measured")

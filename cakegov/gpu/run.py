@@ -9,7 +9,10 @@ Order of work, each step refusing to go on when the previous one failed:
 5. per shape, with a fresh seed: draw inputs, poison outputs, launch twice (fresh poison
    each time), compare with the float64 reference, check the inputs are unchanged, run the
    baseline and compare it too, then time kernel and baseline (warm-up, >= 20 launches,
-   buffers rotated past L2) and check the outputs of the last timed launch;
+   buffers rotated past L2, outputs re-poisoned before every launch) and check the outputs
+   of every timed launch that was the last to use its buffer set (all of them when the
+   rotation has at least as many sets as timed launches; else a sample, always including
+   the last launch);
 6. append one measurement record per shape (corpus/measurements/<workload>.jsonl).
 
 Exit: 0 every shape correct; 1 rejected, failed to compile or load, or a wrong result;
@@ -36,12 +39,13 @@ from cakegov.check.findings import (
 from cakegov.check.rulebook import Rulebook
 from cakegov.corpus.workloads import Workload
 from cakegov.gpu.baselines import Baseline, baseline_for
-from cakegov.gpu.compare import Comparison, compare_outputs
+from cakegov.gpu.compare import Checks, Comparison, compare_outputs
 from cakegov.gpu.data import (
     DataError,
     Inputs,
     draw_seed,
     format_shape,
+    headline_shapes,
     make_inputs,
     make_outputs,
     select_shapes,
@@ -57,6 +61,7 @@ from cakegov.gpu.device import (
     Timing,
     probe,
 )
+from cakegov.gpu.peaks import throughput
 from cakegov.gpu.records import (
     MIN_REPEAT,
     RECORD_SCHEMA,
@@ -136,6 +141,8 @@ class RunOptions:
     measurements: Path | None = None
     seed: int | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    headline: bool = False  # also run the workload's headline shapes the schedule accepts
+    correctness_only: bool = False  # the two poisoned launches, no baseline, no timing
 
 
 @dataclass
@@ -154,6 +161,7 @@ class ShapeResult:
     baseline_stats: TimingStats | None = None
     error: str | None = None
     outputs: tuple[str, ...] = ()  # the workload's output tensors (inputs are checked too)
+    timed_checked: tuple[int, ...] = ()  # timed launches whose outputs were compared
 
     @property
     def passed(self) -> bool:
@@ -191,6 +199,10 @@ def launch_config(kernel: LoweredKernel, workload: Workload, sizes: Mapping[str,
                   ) -> LaunchConfig:
     """Grid from the kernel's grid expressions under `sizes`; block (threads, 1, 1);
     dynamic shared memory; argument order of the kernel ABI."""
+    bad = [f"{n}={v}" for n, v in sizes.items() if v <= 0]
+    if bad:
+        raise DataError(f"sizes must be positive ({', '.join(bad)}): a zero size passes "
+                        "every divisibility and leaves loops with nothing to wait for")
     env = Env(sizes=dict(sizes))
     try:
         dims = [evaluate(e, env) for e in kernel.grid]
@@ -274,6 +286,10 @@ def build_record(*, run_id: str, timestamp: str, schedule_file: str, result: Fil
         "comparisons": [_json_comparison(c) for c in shape.comparisons],
         "repeat": repeat,
         "times_ms": _stats_json(shape.timing, shape.stats),
+        "timed_outputs_checked": [i + 1 for i in shape.timed_checked],
+        "throughput": throughput(workload.name, shape.sizes,
+                                 shape.stats.median_ms if shape.stats else None,
+                                 device.info.name),
         "baseline": None if base is None else {
             "name": base.name,
             "description": base.description,
@@ -282,6 +298,9 @@ def build_record(*, run_id: str, timestamp: str, schedule_file: str, result: Fil
             "max_error": finite_or_none(max((c.max_error for c in shape.baseline_comparisons),
                                             default=None)),
             "times_ms": _stats_json(shape.baseline_timing, shape.baseline_stats),
+            "throughput": throughput(workload.name, shape.sizes,
+                                     shape.baseline_stats.median_ms
+                                     if shape.baseline_stats else None, device.info.name),
         },
     }
 
@@ -326,30 +345,36 @@ def run_shape(device: Device, kernel: Any, launch: LaunchConfig, workload: Workl
     reference = workload.reference(
         {n: v.astype(np.float64) if v.dtype.kind == "f" else v
          for n, v in inputs.values.items()}, dict(inputs.sizes))
+    checks = Checks(workload, inputs.values)  # bounds and distances, once per shape
     for attempt in (1, 2):
         outs, ins_after = device.execute(kernel, launch, inputs.device,
                                          make_outputs(workload, inputs.sizes),
                                          options.timeout_s)
-        found = compare_outputs(workload, outs, reference, inputs.values)
+        found = compare_outputs(workload, outs, reference, inputs.values, checks)
         found += inputs_unchanged(inputs.device, ins_after)
         shape.comparisons = found if attempt == 1 else _merge(shape.comparisons, found)
         if not shape.passed:
             if attempt == 2:
                 shape.comparisons = _label("second launch", shape.comparisons)
             return shape
+    if options.correctness_only:  # e.g. under compute-sanitizer, where timing means nothing
+        return shape
     if baseline is not None:
         arrays = baseline.prepare(inputs.values)
         base_out = device.execute_baseline(baseline, arrays, inputs.sizes)
         shape.baseline_comparisons = compare_outputs(workload, base_out, reference,
-                                                     inputs.values)
+                                                     inputs.values, checks)
     shape.timing = device.time_kernel(kernel, launch, inputs.device,
                                       make_outputs(workload, inputs.sizes),
                                       options.warmup, options.repeat)
     shape.stats = timing_stats(shape.timing.samples_ms)
-    after = compare_outputs(workload, shape.timing.last_outputs, reference, inputs.values)
-    if not all(c.passed for c in after):
-        shape.comparisons = _label("last timed launch", after)
-        return shape
+    sampled = shape.timing.sampled_outputs or {options.repeat - 1: shape.timing.last_outputs}
+    shape.timed_checked = tuple(sampled)
+    for index, outs in sampled.items():
+        after = compare_outputs(workload, outs, reference, inputs.values, checks)
+        if not all(c.passed for c in after):
+            shape.comparisons = _label(f"timed launch {index + 1} of {options.repeat}", after)
+            return shape
     if baseline is not None:
         shape.baseline_timing = device.time_baseline(baseline, baseline.prepare(inputs.values),
                                                      inputs.sizes, options.warmup,
@@ -408,14 +433,20 @@ def run_file(path: Path, options: RunOptions, book: Rulebook, workloads: dict[st
         shapes = select_shapes(workload, schedule.sizes, schedule.divisible, options.shapes)
     except DataError as exc:
         return RunOutcome(EXIT_USAGE, [f"error: {exc}"])
+    notes: list[str] = []
+    if options.headline:
+        extra, notes = headline_shapes(workload, schedule.sizes, schedule.divisible)
+        shapes += [s for s in extra if s not in shapes]
 
     try:
         device = (find_device or probe)()
     except NoDevice as exc:
         return RunOutcome(EXIT_INCOMPLETE, [f"no CUDA device: {exc}; nothing measured"])
     try:
-        return _run_on_device(path, options, book, workload, prepared, shapes, device,
-                              root, compiler or compile_artifact)
+        outcome = _run_on_device(path, options, book, workload, prepared, shapes, device,
+                                 root, compiler or compile_artifact)
+        outcome.lines[1:1] = [f"  {note}" for note in notes]
+        return outcome
     finally:
         device.close()
 
