@@ -217,4 +217,4 @@ def test_the_shared_memory_layout_aligns_swizzled_buffers_to_the_model_repeat():
     # KMajorTile requires (base offset 0 in every descriptor)
     from cakegov.lower.layout import SWIZZLE_REPEAT
 
-    assert SWIZZLE_REPEAT == {n: MODES[n].repeat for n in SWIZZLED}
+    assert {n: MODES[n].repeat for n in SWIZZLED} == SWIZZLE_REPEAT

@@ -74,10 +74,19 @@ def _write_suite(corpus: Path, planned: list, book, wls, quiet: bool) -> None:
     from cakegov.corpus import suite as suites
     from cakegov.progress import progress
 
-    with progress("labelling mutants", len(planned), quiet=quiet, unit="mutants") as advance:
-        entries = suites.label(planned, book, wls, advance=advance)
     path = corpus / suites.SUITE_NAME
-    atomic_write(path, suites.render(entries))
+    digest = suites.oracle_digest(corpus, book)
+    kept: list = []
+    if suites.load_oracle(path) == digest:  # same workloads, plugins and engine
+        try:
+            kept, planned = suites.reuse(suites.load(path), planned)
+        except suites.SuiteError:
+            kept = []
+    with progress("labelling mutants", len(planned), quiet=quiet, unit="mutants") as advance:
+        entries = kept + suites.label(planned, book, wls, advance=advance)
+    if kept:
+        sys.stdout.write(f"reused {len(kept)} labels of the previous suite (same oracle)\n")
+    atomic_write(path, suites.render(entries, digest))
     counts = suites.summary(entries)["outcomes"]
     sys.stdout.write(f"wrote {path}: {len(entries)} mutants ("
                      + ", ".join(f"{n} {k}" for k, n in counts.items()) + ")\n")

@@ -1,8 +1,9 @@
 """`corpus/MANIFEST.json`: every corpus case with its sha256, labels, known gaps and origin
-(hand-written, transcription, agent, mutant: cakegov/corpus/labels.py), every workload file
-with its sha256, and the sha256 of the mutation suite (corpus/MUTANTS.json). `cakegov corpus manifest` writes it, `--check` fails when it does not
-describe the files on disk, so a corpus change is always a visible, reviewed diff of this
-one file (CODEOWNERS covers corpus/)."""
+(hand-written, transcription, agent, mutant: cakegov/corpus/labels.py), every workload
+file with its sha256, and the sha256 of the mutation suite (corpus/MUTANTS.json).
+`cakegov corpus manifest` writes it, `--check` fails when it does not describe the files
+on disk, so a corpus change is always a visible, reviewed diff of this one file
+(CODEOWNERS covers corpus/)."""
 
 from __future__ import annotations
 

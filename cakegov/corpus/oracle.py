@@ -36,10 +36,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cakegov.analysis.protocol import ragged
 from cakegov.check.rulebook import Rulebook
 from cakegov.corpus.workloads import Workload
 from cakegov.lower.kernel import LoweredKernel
-from cakegov.analysis.protocol import ragged
 from cakegov.sim.evidence import MAX_SHAPE_ELEMENTS, lower_any, simulate_evidence, simulate_plan
 from cakegov.sim.scheduler import STRATEGIES
 from cakegov.sim.state import CORRECT, DEFECT

@@ -123,8 +123,50 @@ def label(planned: Iterable[Planned], rulebook: Rulebook,
     return out
 
 
-def render(entries: list[Entry]) -> str:
-    data = {"format": FORMAT, "operators": sorted(OPERATORS),
+def oracle_digest(corpus: Path, rulebook: Rulebook) -> str:
+    """What the outcomes depend on: the workloads, the primitive and target plugins, and
+    the engine code that lowers, simulates and judges a launch. Entries labelled under
+    the same digest are reused by `cakegov corpus mutate --suite`."""
+    from cakegov.govern.cache import digest_json, tree_digest
+
+    engine = Path(__file__).resolve().parent.parent
+    plugins = [(e.relpath, e.sha256) for e in rulebook.entries()
+               if e.kind in ("primitive", "target")]
+    return digest_json({
+        "workloads": tree_digest(corpus / "workloads", ("*.py",)),
+        "plugins": plugins,
+        "engine": [tree_digest(engine / d, ("*.py", "*.j2")) for d in (
+            "sim", "lower", "ir", "analysis")] + [tree_digest(engine / "corpus", (
+                "oracle.py", "workloads.py"))],
+    })
+
+
+def reuse(previous: list[Entry], planned: Iterable[Planned]) -> tuple[list[Entry],
+                                                                        list[Planned]]:
+    """(entries kept, mutants still to label): a planned mutant whose identity an entry
+    of an equally labelled suite already has keeps that entry, moved to its new key."""
+    by_identity = {e.identity: e for e in previous}
+    kept, todo = [], []
+    for p in planned:
+        old = by_identity.get(p.identity)
+        if old is None:
+            todo.append(p)
+            continue
+        m = p.mutant
+        kept.append(Entry(m.source, p.source_sha256, m.operator, m.site, m.line, m.what,
+                          p.identity, old.outcome, old.detail))
+    return kept, todo
+
+
+def load_oracle(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("oracle")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def render(entries: list[Entry], oracle: str = "") -> str:
+    data = {"format": FORMAT, "operators": sorted(OPERATORS), "oracle": oracle,
             "mutants": [asdict(e) for e in sorted(entries, key=lambda e: (
                 e.source, e.operator, e.site))]}
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
