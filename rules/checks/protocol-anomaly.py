@@ -57,6 +57,8 @@ _WHAT = {
     "init-order": "a barrier used before init, fence and CTA sync, or initialised twice",
     "async-pending": "a role ends with asynchronous groups still in flight",
     "exit-inflight": "the CTA can exit while a bulk copy still writes its shared memory",
+    "exit-remote": "a CTA of the cluster can exit while another CTA's arrival on its "
+                   "barrier or copy into its shared memory is still under way",
 }
 
 
