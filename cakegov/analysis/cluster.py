@@ -30,8 +30,8 @@ second-to-last and last along each axis where the protocol depends on the block)
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import replace
 
 from cakegov.analysis.program import Builder, Event, Mem, Program, Thread, UnrollError
 from cakegov.lower.kernel import CLUSTER_BARRIER, LArrive, LCopy, LNamedSync, LoweredKernel
@@ -72,16 +72,25 @@ def estimate(builder: Builder, sizes: Mapping[str, int], cta: tuple[int, int, in
 
 
 def build(builder: Builder, sizes: Mapping[str, int], cta: tuple[int, int, int],
-          limit: int) -> Program:
+          limit: int, seen: set | None = None) -> Program | None:
     """The joined program of the cluster holding `cta` (no splicing: the periods of
-    different CTAs need not agree)."""
+    different CTAs need not agree). With `seen`: None when a cluster whose CTAs behave
+    the same, rank by rank, was joined before (symmetry: it would execute identically)."""
     ctas = members(builder.kernel, cta)
     n = len(ctas)
     per_slots = len(builder.slots)
     per_regions = len(builder.regions)
-    parts = [builder.build(sizes, member, {}, limit) for member in ctas]
-    if sum(p.events for p in parts) > limit:
-        raise UnrollError(f"more than {limit} events after unrolling the cluster's {n} CTAs")
+    parts = []
+    for member in ctas:
+        parts.append(builder.build(sizes, member, {}, limit))
+        if sum(p.events for p in parts) > limit:
+            raise UnrollError(f"more than {limit} events after unrolling the cluster's "
+                              f"{n} CTAs")
+    if seen is not None:
+        key = ("cluster", tuple(hash(p.signature()) for p in parts))
+        if key in seen:
+            return None
+        seen.add(key)
     threads: list[Thread] = []
     trips: dict[str, int] = {}
     for rank, part in enumerate(parts):
@@ -104,7 +113,22 @@ def build(builder: Builder, sizes: Mapping[str, int], cta: tuple[int, int, int],
 
 
 def _shift(mem: tuple[Mem, ...], rank: int, per_regions: int) -> tuple[Mem, ...]:
-    return tuple(replace(m, region=m.region + rank * per_regions) for m in mem)
+    if not rank or not mem:
+        return mem
+    out = []
+    for m in mem:
+        m2 = copy.copy(m)
+        m2.region = m.region + rank * per_regions
+        out.append(m2)
+    return tuple(out)
+
+
+def replace(ev: Event, **changes) -> Event:
+    """A copy of `ev` with `changes` (dataclasses.replace is slow on this hot path)."""
+    out = copy.copy(ev)
+    for k, v in changes.items():
+        setattr(out, k, v)
+    return out
 
 
 def _place(ev: Event, rank: int, n: int, per_slots: int, per_regions: int) -> list[Event]:

@@ -243,6 +243,10 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
     clustered = cluster.cross_cta(kernel)  # every CTA of the cluster in one program
     if clustered:
         cta = cluster.members(kernel, cta)[0]
+        origin = ("origin", tuple(sorted(sizes.items())), cta)
+        if origin in seen:  # another CTA of a cluster already analysed
+            return None
+        seen.add(origin)
     try:
         cut = plan(kernel, sizes, cta) if bounds.window and not clustered else {}
     except (EvalError, UnrollError):
@@ -252,7 +256,10 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
             if cluster.estimate(builder, sizes, cta, bounds.max_events) > bounds.max_events:
                 raise UnrollError(f"more than {bounds.max_events} events after unrolling "
                                   "the cluster")
-            program = cluster.build(builder, sizes, cta, bounds.max_events)
+            joined = cluster.build(builder, sizes, cta, bounds.max_events, seen)
+            if joined is None:
+                return None
+            program = joined
         else:
             program = _build(builder, sizes, cta, cut, bounds.max_events)
         if cut and not consistent(program):

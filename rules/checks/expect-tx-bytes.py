@@ -44,7 +44,7 @@ from cakegov.plugin import Repair
 
 CODE = "P003"
 NAME = "expect-tx-bytes"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"

@@ -15,7 +15,7 @@ arrival writes the peer's shared memory, so the peer must not exit before it has
 from cakegov.plugin import Arg, Effects, barrier_action
 
 NAME = "mbarrier_arrive"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "mbarrier.arrive"
 RECEIVER = "bar"
 CATEGORY = "sync"
