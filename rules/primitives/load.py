@@ -113,6 +113,4 @@ def simulate(op, sim):
     view = (sim.index(op.src_rows), sim.index(op.src_cols))
     tile = sim.gather(op.tensor, view, sim.index(op.row0), sim.index(op.col0), op.rows,
                       op.row_elems, op.pad)
-    ranks = sim.multicast_ranks(op)  # this CTA alone unless the copy multicasts
-    for rank in ranks:
-        sim.put_stage(op.buffer, sim.index(op.stage), tile, cta=rank)
+    sim.put_stage(op.buffer, sim.index(op.stage), tile)  # in the CTA the copy lands in
