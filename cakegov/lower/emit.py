@@ -303,7 +303,8 @@ class _Emitter:
             header=header, runtime=runtime, device=device, threads=k.threads, name=k.name,
             params=decls, contract=self.contract(), base_align=k.smem_base_align,
             init=self.init(), zero_fill=zero, roles=roles,
-            cluster=cluster_size(k.cluster) > 1,
+            cluster_sync=(["cg::cluster_sync();  // the peers' barriers are initialised "
+                           "before any remote use"] if cluster_size(k.cluster) > 1 else []),
             cluster_attr=(f" __cluster_dims__({', '.join(str(d) for d in (*k.cluster, 1, 1)[:3])})"
                           if cluster_size(k.cluster) > 1 else ""))
         return text.rstrip("\n") + "\n"

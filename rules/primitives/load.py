@@ -16,7 +16,7 @@ receives, and every destination must have freed the stage before the copy is iss
 from cakegov.plugin import Arg, Effects, access, barrier_action
 
 NAME = "load"
-VERSION = "1.4.0"
+VERSION = "1.5.0"
 SPELLING = "smem.load"
 RECEIVER = "dst"
 CATEGORY = "memory"
