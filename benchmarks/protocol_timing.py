@@ -2,7 +2,8 @@
 protocol analysis, apart from the rules), its median and p95 as ratios to compiling a
 comparable kernel with nvcc and with NVRTC, and a scaling table of a warp-specialised
 ring over S = 1..8 stages x 1..3 consumer warpgroups x trip counts 4..4096 and over
-persistent tiles 1..8. Every point must end with a verdict (not `incomplete`); the table
+persistent tiles 1..8, and a cluster-of-2 multicast GEMM (2 consumer warpgroups, 4
+stages; target under 2 s). Every point must end with a verdict (not `incomplete`); the table
 shows how time grows with each dimension.
 
     python benchmarks/protocol_timing.py            # a few minutes on 2 cores
@@ -80,6 +81,63 @@ def scaling_schedule(stages: int, consumers: int, trips: int, tiles: int) -> str
         warps=4 + 4 * consumers, buffers=bufs, empty=4 * consumers, roles=roles,
         all_bufs=", ".join([f"a{i}_s" for i in range(consumers)] + ["b_s"]), loads=loads,
         bodies=bodies)
+
+
+# A cluster of 2 CTAs along M (thread-block cluster, TMA multicast): one loader warpgroup
+# and two consumer warpgroups (one 8-warp math role, as CUTLASS's cooperative kernel) on a
+# 4-stage raw ring. Rank 0 multicasts the shared B tile into both CTAs; every consumer
+# warp releases its stage on its own CTA's empty barrier and on the peer's, so `empty`
+# counts (cluster_x + cluster_y - 1) x 8 warps; all roles end at the cluster barrier. K is
+# left to the workload's check shapes (up to 64 K tiles), so the exploration covers every
+# CTA of every distinct cluster of each shape.
+CLUSTER = '''"""Cluster point: 2 CTAs, 2 consumer warpgroups, 4 stages, multicast B."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def cluster2_c2_s4(lm, A, B, C):
+    BM, BN, BK, S, CX = 128, 128, 64, 4, 2
+    KT = lm.cdiv(lm.K, BK)
+    lm.launch(grid=(CX * lm.cdiv(lm.M, CX * BM), lm.cdiv(lm.N, BN)), warps=12,
+              cluster=(CX, 1, 1))
+    a_s = lm.smem("bf16", (BM, BK), stages=S)
+    b_s = lm.smem("bf16", (BN, BK), stages=S)
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count=CX * 8, stages=S)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    rank = lm.cluster_rank(0)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        for k in lm.range(0, KT):
+            empty[k % S].wait(parity=(k // S + 1) % 2)
+            full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+            a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
+            for lead in lm.range(rank, 1):
+                b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True,
+                                multicast=0b11)
+        lm.sync_cluster()
+    with math:
+        for k in lm.range(0, KT):
+            full[k % S].wait(parity=(k // S) % 2)
+            lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, init=(k == 0))
+            empty[k % S].arrive()
+            empty[k % S].arrive(cta=1 - rank)
+        lm.store(C, at=(m0, n0), src=acc, mask=True)
+        lm.sync_cluster()
+'''
+
+
+def cluster_schedule() -> str:
+    return CLUSTER
+
+
+def cluster_point(chk, reps: int) -> tuple[float, object]:
+    """(median seconds, result) of the cluster-of-2 multicast GEMM's exploration."""
+    median, result = analyse(chk, cluster_schedule().encode(), "cluster2_c2_s4", reps)
+    if result is None:
+        raise SystemExit("the cluster schedule does not parse")
+    if result.anomalies:
+        raise SystemExit(f"the cluster schedule has an anomaly: {result.anomalies[0].message}")
+    return median, result
 
 
 @dataclass
@@ -182,6 +240,13 @@ def main(argv: list[str] | None = None) -> int:
               "its p95")
     if not compiles:
         print("  no nvcc and no NVRTC here: no compile ratio")
+    seconds, result = cluster_point(chk, reps)
+    verdict = "incomplete" if result.incomplete else "clean"
+    print(f"\ncluster of 2 CTAs, 2 consumer warpgroups, 4 stages, TMA multicast: "
+          f"{fmt_time(seconds)} for {len(result.runs)} cluster program(s), "
+          f"{result.events} events, {result.states} steps, {verdict} "
+          f"(target < 2 s with a verdict: "
+          f"{'MET' if seconds < 2 and verdict == 'clean' else 'NOT MET'})")
     trips = (4, 64, 4096) if args.quick else (4, 16, 64, 256, 1024, 4096)
     points = scaling(chk, range(1, 9), (1, 2, 3), trips, (1,), reps)
     points += scaling(chk, (4,), (2,), (64,), range(1, 9), reps)

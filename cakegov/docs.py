@@ -74,11 +74,12 @@ def receiver_form(prim: PrimitivePlugin) -> str:
 
 def primitive_signature(prim: PrimitivePlugin) -> str:
     """The call as a user writes it: required arguments by name, optional ones with their
-    defaults (`lm.mma(acc, a, b, transpose_b=False, init=False)`,
-    `<smem>[stage].load(src, at, barrier, pad=False)`)."""
+    defaults (`lm.mma(acc, a, b, transpose_b=False, init=False)`), optional ones without
+    a default in brackets (`<smem>[stage].load(src, at, barrier, pad=False, [multicast])`)."""
     method = prim.spelling.split(".", 1)[1]
     params = [a for a in prim.args if a.name != prim.receiver]
-    parts = [a.name if a.required else f"{a.name}={_literal(a.default)}" for a in params]
+    parts = [a.name if a.required else f"[{a.name}]" if a.default is None
+             else f"{a.name}={_literal(a.default)}" for a in params]
     return f"{receiver_form(prim)}.{method}({', '.join(parts)})"
 
 
@@ -87,6 +88,8 @@ def _arg_row(arg: Arg, receiver: str | None) -> str:
         need = "receiver"
     elif arg.required:
         need = "required"
+    elif arg.default is None:
+        need = "optional"
     else:
         need = f"default `{_literal(arg.default)}`"
     choices = ", ".join(_code(_literal(c)) for c in arg.choices)

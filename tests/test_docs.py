@@ -109,8 +109,8 @@ def test_every_rule_is_documented_in_the_rule_reference():
 
 @pytest.mark.parametrize(("name", "expected"), [
     ("mma", "lm.mma(acc, a, b, transpose_b=False, init=False)"),
-    ("load", "<smem>[stage].load(src, at, barrier, pad=False)"),
-    ("mbarrier_arrive", '<mbarrier>[i].arrive(per="warp")'),
+    ("load", "<smem>[stage].load(src, at, barrier, pad=False, [multicast])"),
+    ("mbarrier_arrive", '<mbarrier>[i].arrive(per="warp", [cta])'),
     ("pipeline_acquire", "<pipeline>.acquire(iter)"),
     ("named_barrier_sync", "<named_barrier>.sync()"),
 ])

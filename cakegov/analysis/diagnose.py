@@ -157,6 +157,32 @@ def slots_of(program: Program, barrier: str) -> set[int]:
     return {i for i, (name, _) in enumerate(program.slots) if name == barrier}
 
 
+def multicast_into(program: Program, barrier: str) -> bool:
+    """Do copies issued by another CTA of the cluster complete on `barrier` (a
+    multicast)? cakegov/analysis/cluster.py"""
+    if program.cluster <= 1:
+        return False
+    slots = slots_of(program, barrier)
+    return any(ev.kind == "copy" and ev.slot in slots and (ev.peer >= 0 or ev.dests)
+               for t in program.threads for ev in t.events)
+
+
+def remote_arrivals(program: Program, barrier: str) -> int:
+    """Arrivals per phase on one CTA's `barrier` that come from other CTAs of the cluster
+    (`arrive(cta=...)`), counted on the slot that receives the most."""
+    if program.cluster <= 1:
+        return 0
+    slots = slots_of(program, barrier)
+    per: dict[int, set[tuple[str, int]]] = {}
+    weight: dict[tuple[str, int], int] = {}
+    for t in program.threads:
+        for ev in t.events:
+            if ev.kind == "arrive" and ev.slot in slots and ev.peer >= 0:
+                per.setdefault(ev.slot, set()).add((ev.path, ev.cta))
+                weight[(ev.path, ev.cta)] = ev.n
+    return max((sum(weight[k] for k in v) for v in per.values()), default=0)
+
+
 def events_of(program: Program, path: str) -> list[Event]:
     return [ev for t in program.threads for ev in t.events if ev.path == path]
 
@@ -289,6 +315,11 @@ def count_findings(ctx, side_name: str):
             "empty (consumer -> producer)"
         roles = sorted({role_of(ev.path) for t in program.threads for ev in t.events
                         if ev.kind == "arrive" and ev.slot in slots_of(program, barrier)})
+        remote = remote_arrivals(program, barrier)
+        if remote:  # a count that ignores the cluster shape
+            effect += (f"; {remote} of the {value} arrivals per phase come from the other "
+                       f"CTAs of the cluster (`arrive(cta=...)`), so the count is the "
+                       "consumers of every CTA that releases to this one, not of one CTA")
         return ctx.finding(
             decl,
             f"{what} barrier `{barrier}` is initialised with {arg}={bar.count} but every "

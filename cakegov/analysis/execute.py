@@ -174,7 +174,8 @@ class Executor:
         self.width = lanes
         self.t = [_Thread(info, 4 * i, lanes) for i, info in enumerate(program.threads)]
         self.slots = [_Slot(MBarrier(max(1, c)), [0] * lanes, []) for c in program.slot_count]
-        self.named: dict[int, _Named] = {}
+        self.named: dict[tuple[int, int], _Named] = {}
+        self.remote: list[tuple[Event, int, int]] = []  # remote arrive, its lane, clock
         self.history: dict[int, list[_Rec]] = {}
         self.written: dict[int, int] = {}  # region -> bytes any write has touched
         self.copies: list[tuple[Event, int, list[int]]] = []  # in flight: ev, ordinal, vc
@@ -560,6 +561,8 @@ class Executor:
             self.step_text(ev, f"{what} on {self.p.slot_name(ev.slot)}")
             self.trace[-1].lane = t.base + (TM if ev.who == "T" else W0 if ev.who == "W0"
                                             else E)
+            if ev.peer >= 0:  # a write into a peer CTA's shared memory (mapa)
+                self.remote.append((ev, self.trace[-1].lane, t.c))
             self.contribute(ev.slot, ev, vc, ev.n, ev.tx, sched, what)
         elif kind == "copy":
             self.check_init(i, ev, "bulk copy")
@@ -660,7 +663,7 @@ class Executor:
 
     def named_barrier(self, i: int, t: _Thread, ev: Event) -> bool:
         nid, declared, waits = ev.named
-        bar = self.named.setdefault(nid, _Named(acc=[0] * self.width))
+        bar = self.named.setdefault(_named_key(ev), _Named(acc=[0] * self.width))
         if any(w == i for w, _ in bar.waiters):
             return False  # blocked at bar.sync until the instance completes
         t.c += 1
@@ -684,7 +687,8 @@ class Executor:
                 (ev,), str(nid), id=nid, threads=ev.n, declared=declared, room=room)
         _join(bar.acc, vc)
         bar.members.append(ev)
-        what = "CTA barrier (bar.sync 0)" if nid == 0 else f"named barrier {nid}"
+        what = "CTA barrier (bar.sync 0)" if nid == 0 else "cluster barrier (sync_cluster)" \
+            if nid < 0 else f"named barrier {nid}"
         if ev.derived:
             what += f", role sync inserted for {ev.derived}"
         bar.state.threads = declared
@@ -786,9 +790,10 @@ class Executor:
                              "outstanding")
             elif ev.kind == "named":
                 nid = ev.named[0]
-                bar = self.named.get(nid)
+                bar = self.named.get(_named_key(ev))
                 got = bar.state.arrived if bar else 0
-                what = "the CTA barrier sync_cta" if nid == 0 else f"named barrier {nid}"
+                what = "the CTA barrier sync_cta" if nid == 0 else \
+                    "the cluster barrier sync_cluster" if nid < 0 else f"named barrier {nid}"
                 parts.append(f"{ev.role} waits at {what} ({ev.where()}) with {got} of "
                              f"{ev.named[1]} threads arrived")
         extra = []
@@ -805,7 +810,13 @@ class Executor:
 
     def at_exit(self) -> None:
         final = [t.know for t in self.t]
+        if self.p.cluster > 1:
+            self.remote_exit()
         for ev, lane, ordinal in self.copy_done:
+            if self.p.cluster > 1:
+                if ev.peer >= 0:
+                    continue  # remote_exit
+                final = [t.know for t in self.t if t.info.cta == ev.cta]
             if any(k[lane] >= ordinal for k in final):
                 continue
             self.record(
@@ -817,6 +828,37 @@ class Executor:
                 witness=self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
                                                          "every role ends; the copy is "
                                                          "still in flight")]))
+        self.groups_at_exit()
+
+    def remote_exit(self) -> None:
+        """A CTA exits only after every other CTA's write into its shared memory has
+        landed: each remote arrive and each copy into a peer must be ordered before some
+        thread of the destination CTA ends (CUDA programming guide, "Distributed Shared
+        Memory": all distributed shared-memory operations must complete before a thread
+        block exits; `lm.sync_cluster()` at the end of every role orders them)."""
+        items = [(ev, lane, clock, ev.peer, "arrive") for ev, lane, clock in self.remote]
+        items += [(ev, lane, ordinal, ev.peer, "copy") for ev, lane, ordinal in self.copy_done
+                  if ev.peer >= 0]
+        for ev, lane, clock, dest, what in items:
+            final = [t.know for t in self.t if t.info.cta == dest]
+            if any(k[lane] >= clock for k in final):
+                continue
+            thing = (f"arrive on {self.p.slot_name(ev.slot)}" if what == "arrive" else
+                     f"multicast copy into {ev.mem[0].where()} of CTA {dest}")
+            self.record(
+                "exit-remote",
+                f"the {thing} ({ev.where()}) is not ordered before CTA {dest} exits: no "
+                f"thread of CTA {dest} waits for it or meets CTA {ev.cta} at a cluster "
+                f"barrier afterwards, so CTA {dest} can exit (and its shared memory go to "
+                "another CTA) while the remote write is still under way",
+                (ev,), self.p.slots[ev.slot][0], slot=ev.slot, dest=dest, source_cta=ev.cta,
+                what=what,
+                witness=self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
+                                                         f"every role of CTA {dest} ends; "
+                                                         f"the remote {what} from CTA "
+                                                         f"{ev.cta} is still under way")]))
+
+    def groups_at_exit(self) -> None:
         for _i, t in enumerate(self.t):
             for g in GROUPS:
                 groups = t.groups[g]
@@ -835,6 +877,12 @@ class Executor:
                     tuple(late[groups.retired:]) or (first,),
                     smem[0].name if smem else "", group=g, issued=groups.committed,
                     retired=groups.retired)
+
+
+def _named_key(ev: Event) -> tuple[int, int]:
+    """Named barriers belong to one CTA; the cluster barrier to all CTAs of the cluster."""
+    nid = ev.named[0] if ev.named else 0
+    return (-1, nid) if nid < 0 else (ev.cta, nid)
 
 
 def _locs(ev: Event) -> str:

@@ -103,10 +103,18 @@ class Event:
     primitive: str = ""
     derived: str = ""
     collective: bool = False  # a warp-collective instruction (lanes converge)
+    # thread-block clusters (cakegov/analysis/cluster.py): the cluster rank of the CTA
+    # executing the event (-1: a one-CTA program), and the rank a remote arrive or a
+    # multicast copy targets (-1: the executing CTA itself); `dests`: a multicast copy's
+    # destination ranks before the cluster program splits it per destination
+    cta: int = -1
+    peer: int = -1
+    dests: tuple[int, ...] = ()
 
     def where(self) -> str:
         its = ", ".join(f"{k}={v}" for k, v in self.iters)
-        return f"{self.role} line {self.line}" + (f" ({its})" if its else "")
+        who = self.role if self.cta < 0 else f"{self.role} of CTA {self.cta}"
+        return f"{who} line {self.line}" + (f" ({its})" if its else "")
 
 
 @dataclass
@@ -117,6 +125,7 @@ class Thread:
     role: str
     warps: int
     events: list[Event] = field(default_factory=list)
+    cta: int = -1  # cluster rank of its CTA (-1: a one-CTA program)
 
     @property
     def threads(self) -> int:
@@ -139,6 +148,7 @@ class Program:
     spliced: dict[int, tuple[int, int]] = field(default_factory=dict)  # depth -> removed
     # removed per slot: (thread, kind) -> count (arrivals weighted by multiplicity)
     removed: dict[tuple[int, int, str], int] = field(default_factory=dict)
+    cluster: int = 1  # CTAs the program runs together (cakegov/analysis/cluster.py)
 
     @property
     def events(self) -> int:
@@ -146,6 +156,8 @@ class Program:
 
     def slot_name(self, slot: int) -> str:
         name, index = self.slots[slot]
+        if self.cluster > 1:
+            return f"{name}[{index}] of CTA {slot // (len(self.slots) // self.cluster)}"
         return f"{name}[{index}]"
 
     def signature(self) -> tuple:
@@ -156,7 +168,7 @@ class Program:
 def _sig(ev: Event) -> tuple:
     return (ev.kind, ev.path, ev.slot, ev.parity, ev.n, ev.tx, ev.nbytes, ev.who,
             tuple((m.region, m.shift, m.write) for m in ev.mem), ev.named, ev.scope,
-            ev.group, ev.pending)
+            ev.group, ev.pending, ev.cta, ev.peer, ev.dests)
 
 
 def loops_of(ops: tuple[LOp, ...]) -> list[LFor]:
@@ -396,15 +408,23 @@ class Builder:
             slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
             who = {"role": "E", "warp": "W0", "thread": "T"}[op.per]
             tx = self._eval(op.tx, env, op.path) if op.expects else 0
+            peer = self._eval(op.cta, env, op.path) if op.cta is not None else -1
             return Event(kind="arrive", slot=slot, n=op.arrivals, tx=tx, who=who,
-                         source=op.source, **base)
+                         source=op.source, peer=peer, **base)
         if isinstance(op, LCopy):
             slot = self.slot(op.barrier, self._eval(op.barrier_index, env, op.path), op.path)
             stage = self._eval(op.stage, env, op.path)
             mem = self._mem(op.buffer, stage, self.fp.engine(op.buffer), True, "async",
                             "engine", op.path)
+            dests: tuple[int, ...] = ()
+            if op.multicast is not None:
+                mask = self._eval(op.multicast, env, op.path)
+                if not 0 < mask < 1 << 16:
+                    raise UnrollError(f"{op.path}: multicast mask {mask} is not a non-empty "
+                                      "16-bit CTA mask")
+                dests = tuple(r for r in range(16) if mask >> r & 1)
             return Event(kind="copy", slot=slot, nbytes=op.bytes, who="E", mem=(mem,),
-                         source="load", **base)
+                         source="load", dests=dests, **base)
         if isinstance(op, LNamedSync):
             return Event(kind="named", named=(op.id, op.threads, op.wait), n=thread.threads,
                          derived=op.derived, source=op.barrier, **base)

@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from cakegov.analysis import cluster
 from cakegov.analysis.execute import Anomaly, Outcome, execute
 from cakegov.analysis.footprint import Footprints
 from cakegov.analysis.program import Builder, Program, UnrollError
@@ -239,12 +240,28 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
          cta: tuple[int, int, int], bounds: Bounds, seen: set[int],
          result: ProtocolResult) -> Run | None:
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
+    clustered = cluster.cross_cta(kernel)  # every CTA of the cluster in one program
+    if clustered:
+        cta = cluster.members(kernel, cta)[0]
+        origin = ("origin", tuple(sorted(sizes.items())), cta)
+        if origin in seen:  # another CTA of a cluster already analysed
+            return None
+        seen.add(origin)
     try:
-        cut = plan(kernel, sizes, cta) if bounds.window else {}
+        cut = plan(kernel, sizes, cta) if bounds.window and not clustered else {}
     except (EvalError, UnrollError):
         cut = {}
     try:
-        program = _build(builder, sizes, cta, cut, bounds.max_events)
+        if clustered:
+            if cluster.estimate(builder, sizes, cta, bounds.max_events) > bounds.max_events:
+                raise UnrollError(f"more than {bounds.max_events} events after unrolling "
+                                  "the cluster")
+            joined = cluster.build(builder, sizes, cta, bounds.max_events, seen)
+            if joined is None:
+                return None
+            program = joined
+        else:
+            program = _build(builder, sizes, cta, cut, bounds.max_events)
         if cut and not consistent(program):
             cut = {}
             program = _build(builder, sizes, cta, cut, bounds.max_events)

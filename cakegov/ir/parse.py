@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from cakegov.ir import errors
+from cakegov.ir.cluster import axis_rank, linear_rank, rank_only
 from cakegov.ir.dtypes import DTYPE_BYTES
 from cakegov.ir.errors import InputError
 from cakegov.ir.expr import (
@@ -137,7 +138,7 @@ _RESOURCE_WORDS = {
     "tensor": "a global tensor",
 }
 _DECLARATIONS = ("smem", "fragment", "mbarrier", "named_barrier", "pipeline", "role")
-_EXPR_FUNCS = ("cdiv", "min", "max", "block", "nbytes")
+_EXPR_FUNCS = ("cdiv", "min", "max", "block", "nbytes", "cluster_rank")
 
 _FORBIDDEN_STMT = {
     ast.Import: "imports are not part of the schedule language",
@@ -928,9 +929,10 @@ class _Parser:
                           it.args[2])
             step = exprs[2].value  # type: ignore[union-attr]
         for node, expr in zip(it.args, exprs, strict=False):
-            if any(s.startswith("block:") for s in free_symbols(expr)):
-                self.fail(errors.ARG_TYPE, "loop bounds may not depend on the block index",
-                          node)
+            if any(s.startswith("block:") for s in free_symbols(expr)) and \
+                    not rank_only(expr, self.launch.cluster if self.launch else ()):
+                self.fail(errors.ARG_TYPE, "loop bounds may not depend on the block index "
+                          "(only on `lm.cluster_rank`)", node)
         var = stmt.target.id
         self.scopes.append({})
         try:
@@ -1254,6 +1256,21 @@ class _Parser:
                     if not 0 <= axis <= 2:
                         self.fail(errors.ARG_TYPE, "the grid axis is 0, 1 or 2", node.args[0])
                     return Block(axis=axis)
+                if name == "cluster_rank":  # cakegov/ir/cluster.py
+                    if self.launch is None:
+                        self.fail(errors.STRUCTURE, "`lm.cluster_rank` needs the cluster "
+                                  "shape: write `lm.launch(...)` first", node)
+                    assert self.launch is not None
+                    if not node.args:
+                        return linear_rank(self.launch.cluster)
+                    if len(node.args) != 1:
+                        self.fail(errors.ARG_TYPE, "`lm.cluster_rank` takes no argument "
+                                  "(the linear rank) or the cluster axis", node)
+                    axis = self.static_int(node.args[0], "the cluster axis")
+                    if not 0 <= axis <= 2:
+                        self.fail(errors.ARG_TYPE, "the cluster axis is 0, 1 or 2",
+                                  node.args[0])
+                    return axis_rank(axis, self.launch.cluster)
                 if name == "nbytes":
                     total = 0
                     for arg in node.args:
@@ -1274,7 +1291,8 @@ class _Parser:
                 raise _Unresolved(func.value.id, "name", self.span(func.value),
                                   self.visible_names())
         self.fail(errors.FORBIDDEN, "only `lm.cdiv`, `lm.min`, `lm.max`, `lm.block`, "
-                  "`lm.nbytes` and `<pipeline>.stage` may be called in an index expression",
+                  "`lm.cluster_rank`, `lm.nbytes` and `<pipeline>.stage` may be called in an "
+                  "index expression",
                   node)
         raise AssertionError
 

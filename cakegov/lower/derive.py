@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cakegov.ir.canonical import schedule_sha256
+from cakegov.ir.cluster import cluster_size
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.expr import BinOp, Compare, Const, Expr, Size, StageOf
 from cakegov.ir.nodes import (
@@ -34,6 +35,7 @@ from cakegov.ir.nodes import (
 from cakegov.ir.parse import walk_statements
 from cakegov.lower.fragments import fragment_layouts
 from cakegov.lower.kernel import (
+    CLUSTER_BARRIER,
     LArrive,
     LBarrier,
     LBuffer,
@@ -217,6 +219,8 @@ class _Lowerer:
                 barrier_index=self.barrier_index(bar),
                 pad=bool(getattr(a.get("pad"), "value", False)),
                 elem_bytes=dtype_bytes(decl.dtype),
+                multicast=resolve_stages(a["multicast"].expr, self.stages)
+                if isinstance(a.get("multicast"), ExprValue) else None,
                 **self.copy_view(a["src"].name, at, call.path),
             )]
         if p in ("mbarrier_arrive", "mbarrier_expect_tx"):
@@ -233,7 +237,9 @@ class _Lowerer:
                 tx = resolve_stages(value.expr, self.stages)
             return [LArrive(**base, barrier=self.barrier_name(bar),
                             index=self.barrier_index(bar), arrivals=n, tx=tx,
-                            expects=p == "mbarrier_expect_tx", per=per, source=p)]
+                            expects=p == "mbarrier_expect_tx", per=per, source=p,
+                            cta=resolve_stages(a["cta"].expr, self.stages)
+                            if isinstance(a.get("cta"), ExprValue) else None)]
         if p == "mbarrier_wait":
             bar = a["bar"]
             return [LWait(**base, barrier=self.barrier_name(bar),
@@ -256,6 +262,11 @@ class _Lowerer:
             assert self.schedule.launch is not None
             return [LNamedSync(**base, barrier="cta", id=0,
                                threads=self.schedule.launch.warps * 32, wait=True)]
+        if p == "sync_cluster":  # barrier.cluster: every thread of every CTA of the cluster
+            assert self.schedule.launch is not None
+            return [LNamedSync(**base, barrier="cluster", id=CLUSTER_BARRIER,
+                               threads=self.schedule.launch.warps * 32
+                               * cluster_size(self.schedule.launch.cluster), wait=True)]
         group_waits = [b for b in self.effects(call).barriers if b.op == "wait_group"]
         if group_waits:
             pending = a["pending"]

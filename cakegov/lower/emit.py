@@ -22,9 +22,11 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, Tem
 
 from cakegov import __version__
 from cakegov.check.rulebook import PrimitivePlugin
+from cakegov.ir.cluster import cluster_size
 from cakegov.ir.expr import Const, render
 from cakegov.lower.cexpr import ExprSpellingError, cexpr, loop_var
 from cakegov.lower.kernel import (
+    CLUSTER_BARRIER,
     LArrive,
     LCompute,
     LCopy,
@@ -146,14 +148,20 @@ class _Emitter:
                                index=render(op.index))
         if isinstance(op, LArrive):
             bar = self.barrier(op.barrier)
+            if op.cta is not None and op.expects:
+                raise EmitError(f"{op.path}: a remote arrive does not arm transaction bytes")
             return self.render(
                 "arrive.cu.j2", who=ARRIVERS[op.per],
-                call="arrive_expect_tx" if op.expects else "arrive",
+                call="arrive_expect_tx" if op.expects else
+                "arrive_remote" if op.cta is not None else "arrive",
                 address=cexpr(bar.slot_offset(op.index)),
                 extra=([f"{op.tx_each}u" if op.tx_each is not None
-                        else f"(cg::u32)({cexpr(op.tx)})"] if op.expects else []),
+                        else f"(cg::u32)({cexpr(op.tx)})"] if op.expects else
+                       [f"(cg::u32)({cexpr(op.cta)})"] if op.cta is not None else []),
                 barrier=op.barrier,
                 index=render(op.index), arrivals=op.arrivals)
+        if isinstance(op, LNamedSync) and op.id == CLUSTER_BARRIER:
+            return self.render("fence.cu.j2", statement="cg::cluster_sync();")
         if isinstance(op, LNamedSync):
             return self.render("named.cu.j2", call="named_sync" if op.wait else "named_arrive",
                                id=op.id, threads=op.threads, barrier=op.barrier)
@@ -186,6 +194,8 @@ class _Emitter:
             "row0": cexpr(op.row0), "col0": cexpr(op.col0),
             "bar": cexpr(self.barrier(op.barrier).slot_offset(op.barrier_index)),
             "zero": str(self.kernel.zero_offset),
+            "multicast": f"(cg::u32)({cexpr(op.multicast)})" if op.multicast is not None
+            else "0u",
         }
         text = self.plugin_template("load").render(op=op, copy=view, ptx=self.ptx,
                                                    role=self.role_view(role))
@@ -292,7 +302,11 @@ class _Emitter:
         text = self.env.get_template("kernel.cu.j2").render(
             header=header, runtime=runtime, device=device, threads=k.threads, name=k.name,
             params=decls, contract=self.contract(), base_align=k.smem_base_align,
-            init=self.init(), zero_fill=zero, roles=roles)
+            init=self.init(), zero_fill=zero, roles=roles,
+            cluster_sync=(["cg::cluster_sync();  // the peers' barriers are initialised "
+                           "before any remote use"] if cluster_size(k.cluster) > 1 else []),
+            cluster_attr=(f" __cluster_dims__({', '.join(str(d) for d in (*k.cluster, 1, 1)[:3])})"
+                          if cluster_size(k.cluster) > 1 else ""))
         return text.rstrip("\n") + "\n"
 
 

@@ -17,6 +17,7 @@ from cakegov.lower.layout import MBARRIER_BYTES
 from cakegov.plugin import Access
 
 NAMED_BARRIER_IDS = 16  # hardware named barriers per CTA (PTX ISA, bar)
+CLUSTER_BARRIER = -1  # LNamedSync.id of the cluster barrier (barrier.cluster)
 
 
 class LoweringError(Exception):
@@ -144,6 +145,10 @@ class LCopy(_Op):
     src_cols: Expr = Const(value=1)
     row0: Expr = Const(value=0)
     col0: Expr = Const(value=0)
+    # Thread-block clusters: a CTA mask over the cluster's ranks; the copy lands at the
+    # same offset in every CTA of the mask and completes on each one's barrier (None:
+    # this CTA only). cakegov/analysis/cluster.py
+    multicast: Expr | None = None
 
     @property
     def row_elems(self) -> int:
@@ -163,6 +168,9 @@ class LArrive(_Op):
     expects: bool = False
     per: Literal["thread", "warp", "role"]
     source: str  # primitive that produced it (e.g. pipeline_release)
+    # The cluster rank of the CTA whose barrier receives the arrivals (a remote arrive
+    # through mapa); None: this CTA's own barrier.
+    cta: Expr | None = None
 
     @property
     def tx_each(self) -> int | None:
@@ -190,7 +198,9 @@ class LWait(_Op):
 class LNamedSync(_Op):
     """`bar.sync id, threads` (`wait`) or `bar.arrive id, threads`. `derived` names the
     operation the lowering inserted it for (a role sync before a bulk copy, ...); empty
-    for the schedule's own named barriers and `lm.sync_cta()`."""
+    for the schedule's own named barriers and `lm.sync_cta()`. Id CLUSTER_BARRIER is
+    `lm.sync_cluster()` (`barrier.cluster.arrive` + `wait`), `threads` then counting every
+    thread of every CTA of the cluster."""
 
     kind: Literal["named"] = "named"
     barrier: str

@@ -28,6 +28,14 @@ SM90A_PTX: dict[str, str] = {
     "mma_f16": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
     "cvt_f32_f16": "cvt.f32.f16",
     "cvt_f16_f32": "cvt.rn.f16.f32",
+    # thread-block clusters (PTX ISA: cp.async.bulk .multicast::cluster, mapa,
+    # mbarrier.arrive .shared::cluster, barrier.cluster)
+    "bulk_copy_g2s_multicast": "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx"
+                               "::bytes.multicast::cluster",
+    "mapa": "mapa.shared::cluster.u32",
+    "mbarrier_arrive_remote": "mbarrier.arrive.release.cluster.shared::cluster.b64",
+    "barrier_cluster_arrive": "barrier.cluster.arrive.release.aligned",
+    "barrier_cluster_wait": "barrier.cluster.wait.acquire.aligned",
 }
 
 PTX: dict[str, Mapping[str, str]] = {"sm_90a": SM90A_PTX}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from cakegov.ir.expr import Const, render
 from cakegov.lower.kernel import (
+    CLUSTER_BARRIER,
     LArrive,
     LCompute,
     LCopy,
@@ -57,14 +58,20 @@ def _op(op: LOp, depth: int) -> list[str]:
         if op.expects:
             each = render(op.tx) if op.tx_each is None else f"{op.tx_each}"
             tx = f", expect_tx {each} B each" + (f" ({op.tx_bytes} B)" if op.tx_bytes else "")
-        return [f"{pad}arrive {op.barrier}[{render(op.index)}] x{op.arrivals} "
+        peer = f" of CTA rank {render(op.cta)} (remote)" if op.cta is not None else ""
+        return [f"{pad}arrive {op.barrier}[{render(op.index)}]{peer} x{op.arrivals} "
                 f"(one per {op.per}){tx}    # {op.source}, line {op.span.line}"]
     if isinstance(op, LCopy):
         pad_s = ", zero-padded" if op.pad else ""
+        if op.multicast is not None:
+            pad_s += f", multicast to CTA mask {render(op.multicast)}"
         return [f"{pad}copy {op.tensor}[{render(op.row0)} + r, {render(op.col0)} ..] of "
                 f"{render(op.src_rows)} x {render(op.src_cols)} -> {op.buffer}"
                 f"[{render(op.stage)}]: {op.rows} rows x {op.row_bytes} B = {op.bytes} B "
                 f"on {op.barrier}[{render(op.barrier_index)}]{pad_s}{where}"]
+    if isinstance(op, LNamedSync) and op.id == CLUSTER_BARRIER:
+        return [f"{pad}barrier.cluster arrive + wait, {op.threads} threads ({op.barrier})"
+                f"{where}"]
     if isinstance(op, LNamedSync):
         verb = "bar.sync" if op.wait else "bar.arrive"
         why = f", inserted for {op.derived}" if op.derived else ""

@@ -47,6 +47,7 @@ from cakegov.analysis.semantics import (
 )
 from cakegov.ir.expr import Env, EvalError, Expr, evaluate
 from cakegov.lower.kernel import (
+    CLUSTER_BARRIER,
     LArrive,
     LCompute,
     LCopy,
@@ -160,7 +161,7 @@ class Named:
     done: dict[int, np.ndarray] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(eq=False)  # identity: two copies of one multicast differ only in arrays
 class Pending:
     """An operation of the asynchronous proxy that has not finished."""
 
@@ -173,6 +174,7 @@ class Pending:
     clock: int
     slot: int = -1
     line: int = 0
+    dest: Any = None  # the Machine of the CTA a multicast copy lands in (None: this one)
 
 
 class Machine:
@@ -182,7 +184,7 @@ class Machine:
                  cta: tuple[int, int, int], ordinal: int, gmem: GlobalMemory,
                  placement: Placement, primitives: dict[str, Any], strategy: type[Strategy]
                  | Callable[[list[WarpInfo]], Strategy], max_events: int,
-                 cta_name: Callable[[int], str]):
+                 cta_name: Callable[[int], str], cluster: Any = None, rank: int = 0):
         self.kernel = kernel
         self.sizes = sizes
         self.cta = cta
@@ -193,9 +195,17 @@ class Machine:
         self.max_events = max_events
         self.cta_name = cta_name
         self.blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
+        # a thread-block cluster run together (cakegov/sim/cluster.py): every CTA's clock
+        # threads live in one vector-clock space, this CTA's from `base` on
+        self.cluster = cluster
+        self.rank = rank
         self.events = 0
         self.trace: deque[tuple[int, str]] = deque(maxlen=WITNESS_STEPS)
-        self._agents(kernel)
+        size = cluster.size if cluster is not None else 1
+        self._agents(kernel, size)
+        self.base = rank * self.width
+        self.width *= size
+        self._rebase()
         self.smem = SharedMemory(kernel, self.width)
         self.frags = Fragments(kernel.fragments)
         self.slot_ids: dict[tuple[str, int], int] = {}
@@ -219,7 +229,7 @@ class Machine:
         for role in kernel.roles:
             for rw in range(role.warps):
                 idx = len(self.warps)
-                w = Warp(idx, role, rw, 2 * idx, 2 * idx + 1,
+                w = Warp(idx, role, rw, self.base + 2 * idx, self.base + 2 * idx + 1,
                          np.zeros(self.width, dtype=np.int64),
                          np.zeros(self.width, dtype=np.int64),
                          _walk(role.body, {}, self._ev_loop),
@@ -233,8 +243,21 @@ class Machine:
         for w in self.warps:
             self._fetch(w)
 
-    def _agents(self, kernel: LoweredKernel) -> None:
-        """Clock threads: 2 per warp, then the async proxy's streams."""
+    def _rebase(self) -> None:
+        """Move this CTA's clock threads to `base` in a cluster's shared clock space."""
+        if not self.base and self.width == len(self.names):
+            return
+        local = len(self.names)
+        tag = f"CTA rank {self.rank}: "
+        self.names = [""] * self.base + [tag + n for n in self.names] + \
+            [""] * (self.width - self.base - local)
+        self.copy_agent = {k: v + self.base for k, v in self.copy_agent.items()}
+        self.group_agent = {k: v + self.base for k, v in self.group_agent.items()}
+        self.agent_clock = [0] * self.width
+
+    def _agents(self, kernel: LoweredKernel, ranks: int = 1) -> None:
+        """Clock threads: 2 per warp, then the async proxy's streams (a copy stream per
+        destination CTA of the cluster)."""
         nwarps = sum(r.warps for r in kernel.roles)
         self.names = []
         for r in kernel.roles:
@@ -248,9 +271,12 @@ class Machine:
             if _has(r.body, LCopy):
                 for bar in kernel.barriers:
                     for i in range(bar.stages):
-                        self.copy_agent[(r.name, f"{bar.name}[{i}]")] = n
-                        self.names.append(f"the bulk copies {r.name} issues on {bar.name}[{i}]")
-                        n += 1
+                        for d in range(ranks):
+                            self.copy_agent[(r.name, f"{bar.name}[{i}]", d)] = n
+                            into = f" of CTA rank {d}" if ranks > 1 else ""
+                            self.names.append(f"the bulk copies {r.name} issues on "
+                                              f"{bar.name}[{i}]{into}")
+                            n += 1
             kinds = _group_kinds(r.body)
             for rw in range(r.warps):
                 for kind in sorted(kinds):
@@ -334,7 +360,7 @@ class Machine:
         op = w.cur[0]  # type: ignore[index]
         if w.named_wait is not None:
             nid, inst = w.named_wait
-            return self.named[nid].bar.instance > inst
+            return self.named_table(nid)[nid].bar.instance > inst
         if isinstance(op, LWait):
             s = self.slots[w.wait_slot]
             if s.manual and (s.mb is None or not self._init_known(s, w)):
@@ -383,7 +409,7 @@ class Machine:
         line = op.span.line
         if w.named_wait is not None:
             nid, inst = w.named_wait
-            w.acquire(self.named[nid].done[inst])
+            w.acquire(self.named_table(nid)[nid].done[inst])
             w.converge()
             w.named_wait = None
             self.note(line, f"{where}: passes {self._named_name(nid)} (instance {inst})")
@@ -423,17 +449,18 @@ class Machine:
         if op.per == "role" and w.rwarp != 0:
             return
         n = op.arrivals if op.per == "role" else op.arrivals // max(1, w.role.warps)
-        sid = self.slot(op.barrier, self.eval(op.index, vars_, op), op)
-        s = self.slots[sid]
+        target = self if op.cta is None else self.peer(self.eval(op.cta, vars_, op), op)
+        sid = target.slot(op.barrier, self.eval(op.index, vars_, op), op)
+        s = target.slots[sid]
         lanes = op.per == "thread"
-        self.check_init(s, w, "arrive", op, lane0_only=not lanes)
+        target.check_init(s, w, "arrive", op, lane0_only=not lanes)
         tx = self.eval(op.tx, vars_, op) if op.expects else 0
         vc = w.both() if lanes else w.vz
         what = f"arrive x{n}" + (f" expect_tx {tx * n} B" if tx else "")
         self.note(op.span.line, f"{where}: {what} on {s.name} (phase {s.mb.phase}, "  # type: ignore[union-attr]
                                 f"{s.mb.pending} pending)")  # type: ignore[union-attr]
         for _ in range(n):
-            self.contribute(s, vc, op, arrive=True, tx=tx)
+            target.contribute(s, vc, op, arrive=True, tx=tx)
         s.uses += 1
 
     def contribute(self, s: Slot, vc: np.ndarray, op: Any, arrive: bool, tx: int) -> None:
@@ -484,32 +511,75 @@ class Machine:
         return known >= s.init_clock
 
     def copy(self, w: Warp, op: LCopy, vars_: dict, where: str) -> None:
-        sid = self.slot(op.barrier, self.eval(op.barrier_index, vars_, op), op)
-        s = self.slots[sid]
-        self.check_init(s, w, "bulk copy", op, lane0_only=True)
+        if op.multicast is None:
+            self._copy_into(self, w, op, vars_, where)
+            return
+        mask = self.eval(op.multicast, vars_, op)
+        if not 0 < mask < 1 << 16:
+            raise self.defect(OOB, f"line {op.span.line}: multicast mask {mask} is not a "
+                              "non-empty 16-bit CTA mask", op.span.line)
+        for rank in range(16):  # one copy lands in each destination CTA
+            if mask >> rank & 1:
+                self._copy_into(self.peer(rank, op), w, op, vars_, where)
+
+    def _copy_into(self, dest: Machine, w: Warp, op: LCopy, vars_: dict, where: str) -> None:
+        sid = dest.slot(op.barrier, self.eval(op.barrier_index, vars_, op), op)
+        s = dest.slots[sid]
+        dest.check_init(s, w, "bulk copy", op, lane0_only=True)
         stage = self.eval(op.stage, vars_, op)
         if self.smem.stage_start(op.buffer, stage) is None:
             raise self.defect(OOB, f"line {op.span.line}: stage {stage} of `{op.buffer}` is "
                               f"outside its {self.kernel.buffer(op.buffer).stages} stage(s)",
                               op.span.line)
-        agent = self.copy_agent[(w.role.name, s.name)]
+        agent = self.copy_agent[(w.role.name, s.name, dest.rank if dest.cluster else 0)]
         self.agent_clock[agent] += 1
         vc = w.both()
         vc[agent] = self.agent_clock[agent]
         self.pending.append(Pending("copy", w, op, vars_, vc, agent, vc[agent], sid,
-                                    op.span.line))
-        self.note(op.span.line, f"{where}: bulk copy {op.tensor} -> {op.buffer} stage {stage} "
-                                f"issued ({op.bytes} B on {s.name})")
+                                    op.span.line, dest if dest is not self else None))
+        into = f" of CTA rank {dest.rank}" if dest is not self else ""
+        self.note(op.span.line, f"{where}: bulk copy {op.tensor} -> {op.buffer} stage {stage}"
+                                f"{into} issued ({op.bytes} B on {s.name}{into})")
 
     def _named_name(self, nid: int) -> str:
+        if nid == CLUSTER_BARRIER:
+            return "the cluster barrier (barrier.cluster)"
         return "the CTA barrier (bar.sync 0)" if nid == 0 else f"named barrier {nid}"
+
+    def named_table(self, nid: int) -> dict[int, Named]:
+        """The named barriers of this CTA; the cluster barrier is the cluster's."""
+        if nid == CLUSTER_BARRIER:
+            if self.cluster is None:
+                raise NotSimulated("lm.sync_cluster() outside a cluster run")
+            return self.cluster.named
+        return self.named
+
+    def peer(self, rank: int, op: Any) -> Machine:
+        """The machine of cluster rank `rank`, which must not have exited yet: a write
+        into the shared memory of a CTA that has exited is undefined (CUDA programming
+        guide, "Distributed Shared Memory")."""
+        if self.cluster is None:
+            if rank != 0:
+                raise self.defect(OOB, f"line {op.span.line}: CTA rank {rank} of a launch "
+                                  "without a cluster", op.span.line)
+            return self
+        if not 0 <= rank < self.cluster.size:
+            raise self.defect(OOB, f"line {op.span.line}: CTA rank {rank} outside the "
+                              f"cluster of {self.cluster.size}", op.span.line)
+        target = self.cluster.machines[rank]
+        if target is not self and all(w.done for w in target.warps):
+            raise self.defect(INFLIGHT, f"line {op.span.line}: a remote write into CTA rank "
+                              f"{rank} lands after that CTA has exited (no lm.sync_cluster() "
+                              "before its end)", op.span.line)
+        return target
 
     def named_arrive(self, w: Warp, op: LNamedSync, where: str) -> bool:
         """Arrive at a named barrier; True when the warp now waits (bar.sync)."""
-        nb = self.named.get(op.id)
+        table = self.named_table(op.id)
+        nb = table.get(op.id)
         if nb is None:
             try:
-                nb = self.named[op.id] = Named(NamedBarrier(op.threads),
+                nb = table[op.id] = Named(NamedBarrier(op.threads),
                                                np.zeros(self.width, dtype=np.int64))
             except BarrierError as exc:
                 raise NotSimulated(str(exc)) from None
@@ -669,20 +739,24 @@ class Machine:
     def finish(self, p: Pending) -> None:
         self.pending.remove(p)
         w = p.warp
+        dm: Machine = self
         if p.kind == "copy":
             op: LCopy = p.op
+            if p.dest is not None:
+                dm = self.peer(p.dest.rank, op)  # the destination has not exited
             stage = self.eval(op.stage, p.vars, op)
-            start = self.smem.stage_start(op.buffer, stage)
-            g = self.smem.granules(start, self.kernel.buffer(op.buffer).stage_bytes, None)
+            start = dm.smem.stage_start(op.buffer, stage)
+            g = dm.smem.granules(start, self.kernel.buffer(op.buffer).stage_bytes, None)
             what = f"the bulk copy {op.tensor} -> {op.buffer} stage {stage} (line {op.span.line})"
-            self.access(p.agent, p.vc, g, True, True, what, op.span.line)
-            self.primitives["load"].simulate(op, OpSim(self, w, op, p.vars, engine=True))
-            s = self.slots[p.slot]
+            dm.access(p.agent, p.vc, g, True, True, what, op.span.line)
+            self.primitives["load"].simulate(op, OpSim(self, w, op, p.vars, engine=True,
+                                                       dest=dm))
+            s = dm.slots[p.slot]
             if s.mb is None:
                 raise self.defect(UNINIT, f"line {op.span.line}: the bulk copy completes on "
                                   f"{s.name}, which is not initialised", op.span.line)
             self.note(op.span.line, f"{what} lands ({op.bytes} B complete_tx on {s.name})")
-            self.contribute(s, p.vc, op, arrive=False, tx=op.bytes)
+            dm.contribute(s, p.vc, op, arrive=False, tx=op.bytes)
         else:
             op2: LCompute = p.op
             w.groups[p.kind].finish()
@@ -704,7 +778,7 @@ class Machine:
             self.primitives[op2.primitive].simulate(op2, OpSim(self, w, op2, p.vars,
                                                                 engine=engine))
             self.note(op2.span.line, f"{text} finishes")
-        self.completed.append((p.agent, int(p.clock), self._what(p), p.line))
+        dm.completed.append((p.agent, int(p.clock), self._what(p), p.line))
 
     def _what(self, p: Pending) -> str:
         if p.kind == "copy":
@@ -773,7 +847,7 @@ class Machine:
             where = f"{self.where(w, op, vars_)} at line {op.span.line}"
             if w.named_wait is not None:
                 nid, inst = w.named_wait
-                bar = self.named[nid].bar
+                bar = self.named_table(nid)[nid].bar
                 parts.append(f"{where} waits at {self._named_name(nid)} (instance {inst}, "
                              f"{bar.arrived} of {bar.threads} threads arrived)")
             elif isinstance(op, LWait):

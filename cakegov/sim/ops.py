@@ -41,8 +41,9 @@ class OpSim:
     """One execution of one primitive call by one warp (or the async proxy)."""
 
     def __init__(self, machine: Machine, warp: Warp, op: Any, vars_: dict[str, int],
-                 engine: bool = False):
+                 engine: bool = False, dest: Machine | None = None):
         self.m = machine
+        self.dest = dest or machine  # the CTA a (multicast) copy lands in
         self.warp = warp
         self.op = op
         self.vars = vars_
@@ -120,6 +121,8 @@ class OpSim:
         return self.m.read_global(tensor, view, row0, col0, rows, cols, pad, self.op)
 
     def put_stage(self, buffer: str, stage: int, values: np.ndarray) -> None:
-        start = self.m.smem.stage_start(buffer, stage)
+        """Write a landed copy's tile into the stage of the CTA it lands in (a multicast
+        copy lands once in each destination CTA of the cluster)."""
+        start = self.dest.smem.stage_start(buffer, stage)
         assert start is not None  # checked when the copy was issued
-        self.m.smem.write_tile(buffer, start, np.asarray(values), None)
+        self.dest.smem.write_tile(buffer, start, np.asarray(values), None)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cakegov.analysis.cluster import cross_cta, members
 from cakegov.analysis.footprint import Footprints
 from cakegov.corpus.workloads import Workload
 from cakegov.gpu.compare import compare_outputs
@@ -25,6 +26,7 @@ from cakegov.gpu.data import INT_POISON, DataError, make_inputs
 from cakegov.gpu.data import encode as device_encode
 from cakegov.ir.expr import Env, EvalError, evaluate
 from cakegov.lower.kernel import LoweredKernel
+from cakegov.sim.cluster import ClusterRun
 from cakegov.sim.machine import Machine
 from cakegov.sim.memory import GlobalMemory, Tensor, values_dtype
 from cakegov.sim.placement import Placement
@@ -116,14 +118,29 @@ def simulate_run(kernel: LoweredKernel, workload: Workload, primitives: Mapping,
         gmem = GlobalMemory(_tensors(kernel, workload, sizes, inputs.values))
         placement = placement or Placement(kernel, Footprints(kernel))
         budget = options.max_events
+        if cross_cta(kernel):  # every CTA of each sampled CTA's cluster, together
+            ctas = list(dict.fromkeys(c for cta in ctas for c in members(kernel, cta)))
+            result.ctas = ctas
         names = {i: f"CTA {c}" for i, c in enumerate(ctas)}
+        done: set[tuple[int, int, int]] = set()
         for ordinal, cta in enumerate(ctas):
             if any(not 0 <= c < d for c, d in zip(cta, dims, strict=True)):
                 raise NotSimulated(f"CTA {cta} is outside the grid {dims}")
-            machine = Machine(kernel, sizes, cta, ordinal, gmem, placement, primitives,
-                              lambda infos: make_strategy(options.strategy,
-                                                          options.seed, infos),
-                              budget, names.__getitem__)
+            if cta in done:
+                continue
+
+            def strategy(infos):
+                return make_strategy(options.strategy, options.seed, infos)
+
+            if cross_cta(kernel):  # cakegov/sim/cluster.py
+                group = members(kernel, cta)
+                done.update(group)
+                machine: Machine | ClusterRun = ClusterRun(
+                    kernel, sizes, group, ordinal, gmem, placement, primitives, strategy,
+                    budget, names.__getitem__)
+            else:
+                machine = Machine(kernel, sizes, cta, ordinal, gmem, placement, primitives,
+                                  strategy, budget, names.__getitem__)
             result.cta = cta
             budget -= machine.run()
             result.events = options.max_events - budget

@@ -9,7 +9,8 @@ proposes the delivered bytes (spelled `lm.nbytes(...)` of the buffers loaded whe
 add up), has the engine re-check the schedule with them, and reports only when that
 removes the anomaly, pointing at the arming statement with both byte counts, the copies,
 the witness and the re-checked fix. Phases armed by several threads are double arming
-(P004).
+(P004); barriers that multicast copies from other CTAs of a cluster complete on are
+left to P024 (multicast-expect-tx).
 
 ## Why is this bad?
 Armed bytes above the copies' bytes: the phase waits for bytes that never arrive and
@@ -35,6 +36,7 @@ from cakegov.analysis.diagnose import (
     barriers_of,
     classify,
     evidence,
+    multicast_into,
     program_of,
     slots_of,
 )
@@ -42,7 +44,7 @@ from cakegov.plugin import Repair
 
 CODE = "P003"
 NAME = "expect-tx-bytes"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -82,6 +84,8 @@ def _candidates(ctx, anomaly):
         return
     kernel = ctx.protocol.kernel
     for barrier in barriers_of(ctx, anomaly):
+        if multicast_into(program, barrier):
+            continue  # bytes per destination CTA of a multicast: P024
         arms = _arms(program, barrier)
         if not arms or len({a.path for a in arms}) > 1 or any(a.n > 1 for a in arms):
             continue  # several threads arm a phase: double arming (P004)

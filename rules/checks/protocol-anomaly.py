@@ -34,7 +34,7 @@ from cakegov.analysis.witness import witness_evidence
 
 CODE = "P099"
 NAME = "protocol-anomaly"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -57,6 +57,8 @@ _WHAT = {
     "init-order": "a barrier used before init, fence and CTA sync, or initialised twice",
     "async-pending": "a role ends with asynchronous groups still in flight",
     "exit-inflight": "the CTA can exit while a bulk copy still writes its shared memory",
+    "exit-remote": "a CTA of the cluster can exit while another CTA's arrival on its "
+                   "barrier or copy into its shared memory is still under way",
 }
 
 

@@ -4,12 +4,19 @@ Lowers to `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes`, o
 tile row (rows are multiples of 16 bytes). The copy runs in the async proxy and completes
 at any later moment by subtracting its bytes from the transaction count of `barrier`.
 Rows or columns outside the tensor are zero-filled when `pad=True` (the tail strategy);
-without it the tile must lie inside the tensor."""
+without it the tile must lie inside the tensor.
+
+With `multicast=MASK` (a thread-block cluster launch) one issue delivers the tile to every
+CTA of the cluster whose rank bit is set in MASK, at the same shared-memory offset, and
+completes the tile's bytes on the barrier at the same offset in each of those CTAs
+(`cp.async.bulk...multicast::cluster` with a 16-bit ctaMask, PTX ISA "cp.async.bulk";
+sm_90a). Each destination CTA must therefore arm its own barrier with the bytes it
+receives, and every destination must have freed the stage before the copy is issued."""
 
 from cakegov.plugin import Arg, Effects, access, barrier_action
 
 NAME = "load"
-VERSION = "1.3.0"
+VERSION = "1.5.0"
 SPELLING = "smem.load"
 RECEIVER = "dst"
 CATEGORY = "memory"
@@ -20,6 +27,9 @@ ARGS = (
     Arg("barrier", "mbarrier", "mbarrier whose transaction count the copy completes"),
     Arg("pad", "bool", "zero-fill the part of the tile outside `src` (tail strategy)",
         required=False, default=False),
+    Arg("multicast", "index", "CTA mask over the cluster's ranks (bit r: CTA rank r, "
+        "`%cluster_ctarank`): the tile lands in every CTA of the mask at the same shared "
+        "offset and completes its bytes on each one's `barrier`", required=False),
 )
 
 
@@ -47,17 +57,20 @@ if (cg_rwarp == 0) {
   cg::load_tile<{{ copy.ctype }}, {{ op.rows }}, {{ op.row_elems }}, {{ copy.pad }}>(
       cg_base + {{ copy.dst }}, {{ copy.src }}, {{ copy.src_rows }}, {{ copy.src_cols }},
       {{ copy.row0 }}, {{ copy.col0 }}, cg_base + {{ copy.bar }}, cg_base + {{ copy.zero }},
-      cg_lane);
+      cg_lane, {{ copy.multicast }});
 }"""
 
 DEVICE = """\
 // load: copy a ROWS x ROW_ELEMS tile whose origin is (row0, col0) of a row-major
 // src_rows x src_cols tensor into shared memory at `dst`. Lane l copies rows l, l + 32, ...
 // With PAD, the part of a row outside the tensor comes from the zero row, so each row
-// completes exactly ROW_ELEMS * sizeof(T) bytes on `bar`.
+// completes exactly ROW_ELEMS * sizeof(T) bytes on `bar`. A non-zero `mask` multicasts
+// every row to the cluster CTAs of the mask (same offsets there, completing on each one's
+// `bar`); their zero fill is copied from this CTA's zero row into each of them.
 template <class T, int ROWS, int ROW_ELEMS, bool PAD>
 __device__ __forceinline__ void load_tile(u32 dst, const T* src, int src_rows, int src_cols,
-                                          int row0, int col0, u32 bar, u32 zero, int lane) {
+                                          int row0, int col0, u32 bar, u32 zero, int lane,
+                                          u32 mask) {
 #pragma unroll 1
   for (int r = lane; r < ROWS; r += 32) {
     const u32 d = dst + (u32)(r * ROW_ELEMS * (int)sizeof(T));
@@ -68,11 +81,25 @@ __device__ __forceinline__ void load_tile(u32 dst, const T* src, int src_rows, i
       valid = valid < 0 ? 0 : valid;
     }
     if (valid > 0) {
-      bulk_g2s(d, src + ((long long)gr * src_cols + col0), (u32)valid * (u32)sizeof(T), bar);
+      const T* from = src + ((long long)gr * src_cols + col0);
+      if (mask != 0u) {
+        bulk_g2s_multicast(d, from, (u32)valid * (u32)sizeof(T), bar, (unsigned short)mask);
+      } else {
+        bulk_g2s(d, from, (u32)valid * (u32)sizeof(T), bar);
+      }
     }
     if (PAD && valid < ROW_ELEMS) {
-      bulk_s2s(d + (u32)valid * (u32)sizeof(T), zero,
-               (u32)(ROW_ELEMS - valid) * (u32)sizeof(T), bar);
+      const u32 off = (u32)valid * (u32)sizeof(T);
+      const u32 rest = (u32)(ROW_ELEMS - valid) * (u32)sizeof(T);
+      if (mask != 0u) {
+        for (u32 peer = 0; peer < 16u; ++peer) {
+          if (mask & (1u << peer)) {
+            bulk_s2s(map_peer(d + off, peer), zero, rest, map_peer(bar, peer));
+          }
+        }
+      } else {
+        bulk_s2s(d + off, zero, rest, bar);
+      }
     }
   }
 }"""
@@ -86,4 +113,4 @@ def simulate(op, sim):
     view = (sim.index(op.src_rows), sim.index(op.src_cols))
     tile = sim.gather(op.tensor, view, sim.index(op.row0), sim.index(op.col0), op.rows,
                       op.row_elems, op.pad)
-    sim.put_stage(op.buffer, sim.index(op.stage), tile)
+    sim.put_stage(op.buffer, sim.index(op.stage), tile)  # in the CTA the copy lands in

@@ -3,12 +3,19 @@ phase completes when pending arrivals and the transaction count both reach zero.
 
 By default one elected lane of each warp of the role arrives (`per="warp"`); writes to
 shared memory made by the other lanes must be ordered first (`lm.syncwarp()` or a named
-barrier)."""
+barrier).
+
+With `cta=R` the arrival goes to the barrier at the same offset in the shared memory of
+CTA rank R of the thread-block cluster (`mapa.shared::cluster` then
+`mbarrier.arrive.release.cluster.shared::cluster.b64`, PTX ISA "mbarrier.arrive",
+"mapa"): a consumer hands a stage back to every producer that multicasts into it. The
+arrival writes the peer's shared memory, so the peer must not exit before it has landed
+(`lm.sync_cluster()` before the end of every role)."""
 
 from cakegov.plugin import Arg, Effects, barrier_action
 
 NAME = "mbarrier_arrive"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SPELLING = "mbarrier.arrive"
 RECEIVER = "bar"
 CATEGORY = "sync"
@@ -17,6 +24,9 @@ ARGS = (
     Arg("per", "enum", "who arrives: one elected lane per warp of the role (`warp`), one "
         "thread for the whole role (`role`), or every thread (`thread`)", required=False,
         default="warp", choices=("warp", "role", "thread")),
+    Arg("cta", "index", "the cluster rank (`%cluster_ctarank`) of the CTA whose barrier at "
+        "the same shared offset receives the arrival (a remote arrive through `mapa`); "
+        "omitted: this CTA's own barrier", required=False),
 )
 
 
