@@ -2,11 +2,12 @@
 
 One derivation, recorded in `LFragment.layout` (kernel.py documents the three layouts):
 an `mma` accumulator gets the `mma.sync.m16n8k16` accumulator layout over a grid of the
-role's warps; a fragment that a reduction or top-k reads or writes gets the `rows` layout
-(one thread per row, so the reduction needs no communication); every other fragment gets
-the `flat` layout (consecutive elements on consecutive threads: coalesced loads and
-stores). Fragments that an elementwise op connects (`dst` and `src` both fragments) are
-copied slot by slot, so they share one layout: the requirement of any of them."""
+role's warps; a fragment that a reduction, top-k or row broadcast (`rowwise`) reads or
+writes gets the `rows` layout (one thread per row, so the reduction needs no
+communication); every other fragment gets the `flat` layout (consecutive elements on
+consecutive threads: coalesced loads and stores). Fragments that an elementwise op
+connects (`dst` and `src` both fragments) are copied slot by slot, so they share one
+layout: the requirement of any of them."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ MMA_M, MMA_N = 16, 8  # accumulator tile of mma.sync.m16n8k16
 WARP = 32
 
 # Which operands of which primitives force a layout.
-ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src")}
+ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src"),
+                "rowwise": ("dst", "src", "vec")}
 MMA_OPERANDS = {"mma": ("acc",), "mma_async": ("acc",)}
 # Fragment operands that must share a layout with each other.
 SHARED_LAYOUT = {"elementwise": ("dst", "src")}
