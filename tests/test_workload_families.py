@@ -14,7 +14,7 @@ from cakegov.sim.crosscheck import crosscheck, summary
 
 from .conftest import CORPUS
 
-FAMILIES = ("softmax", "knn")
+FAMILIES = ("softmax", "knn", "attention")
 
 
 def test_softmax_contract(workloads):

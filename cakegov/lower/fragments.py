@@ -19,11 +19,14 @@ MMA_M, MMA_N = 16, 8  # accumulator tile of mma.sync.m16n8k16
 WARP = 32
 
 # Which operands of which primitives force a layout.
-ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src"),
-                "rowwise": ("dst", "src", "vec")}
+ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src")}
+# Operands forced to the rows layout only when the named operand is a fragment: a row
+# broadcast from a fragment vector needs every operand one row per thread, one from a
+# shared-memory vector leaves the destination's layout free.
+ROW_WHEN_FRAGMENT = {"rowwise": ("vec", ("dst", "src", "vec"))}
 MMA_OPERANDS = {"mma": ("acc",), "mma_async": ("acc",)}
 # Fragment operands that must share a layout with each other.
-SHARED_LAYOUT = {"elementwise": ("dst", "src")}
+SHARED_LAYOUT = {"elementwise": ("dst", "src"), "rowwise": ("dst", "src")}
 
 
 def view_2d(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -78,6 +81,12 @@ def _uses(schedule: Schedule) -> dict[str, set[str]]:
                     value = stmt.args.get(arg)
                     if isinstance(value, FragmentRef):
                         need.setdefault(value.name, set()).add(kind)
+            key, forced = ROW_WHEN_FRAGMENT.get(stmt.primitive, ("", ()))
+            if isinstance(stmt.args.get(key), FragmentRef):
+                for arg in forced:
+                    value = stmt.args.get(arg)
+                    if isinstance(value, FragmentRef):
+                        need.setdefault(value.name, set()).add("rows")
             linked = [v.name for a in SHARED_LAYOUT.get(stmt.primitive, ())
                       if isinstance(v := stmt.args.get(a), FragmentRef)]
             for other in linked[1:]:

@@ -1,10 +1,13 @@
 """Row-broadcast operation `dst[r, c] = src[r, c] op vec[r]` over one 2-D tile.
 
-`op` is `sub`, `add`, `mul` or `div`; `vec` holds one value per row of `src` (the result
-of `lm.reduce(..., axis=1)`), so a row softmax is `reduce max`, `rowwise sub`,
+`op` is `sub`, `add`, `mul`, `div` or `max`; `vec` holds one value per row of `src` (the
+result of `lm.reduce(..., axis=1)`), so a row softmax is `reduce max`, `rowwise sub`,
 `elementwise exp`, `reduce sum`, `rowwise div`. `dst` is a register fragment of the shape
-of `src`; `src` is a shared-memory tile or a fragment. All three operands are laid out one
-row per thread (the `rows` layout), so the broadcast needs no communication."""
+of `src`; `src` is a shared-memory tile or a fragment (then `dst` itself or one of its
+layout). When `vec` is a fragment, `dst`, `src` and `vec` are laid out one row per thread
+(the `rows` layout) and the broadcast needs no communication; when `vec` is a
+shared-memory tile, `dst` keeps its own layout (an mma accumulator can be rescaled per
+row, as the online softmax of attention does) and each thread reads the rows it holds."""
 
 import numpy as np
 
@@ -17,18 +20,19 @@ CATEGORY = "compute"
 ARGS = (
     Arg("dst", "fragment", "destination fragment (rows, cols)"),
     Arg("src", "operand", "source tile (rows, cols): shared memory or a fragment"),
-    Arg("vec", "fragment", "one value per row (rows,)"),
-    Arg("op", "enum", "the operation", choices=("sub", "add", "mul", "div")),
+    Arg("vec", "operand", "one value per row (rows,): a fragment or a shared-memory tile"),
+    Arg("op", "enum", "the operation", choices=("sub", "add", "mul", "div", "max")),
 )
 
 
 def effects(call, view):
     n = elements(operand_shape(call.args["dst"], view))
+    dst = call.args["dst"]
     return Effects(
-        # the thread that owns row r of dst reads row r of src (rows layout)
-        reads=(access(call.args["src"], view, spread=spread_by(call.args["dst"], "rows_of")),
-               access(call.args["vec"], view)),
-        writes=(access(call.args["dst"], view),),
+        # the thread that holds dst[r, c] reads src[r, c] and vec[r]
+        reads=(access(call.args["src"], view, spread=spread_by(dst, "owner")),
+               access(call.args["vec"], view, spread=spread_by(dst, "rows_of"))),
+        writes=(access(dst, view),),
         flops=n,
     )
 
@@ -43,38 +47,43 @@ struct rw_sub { __device__ static float f(float x, float s) { return x - s; } };
 struct rw_add { __device__ static float f(float x, float s) { return x + s; } };
 struct rw_mul { __device__ static float f(float x, float s) { return x * s; } };
 struct rw_div { __device__ static float f(float x, float s) { return x / s; } };
+struct rw_max { __device__ static float f(float x, float s) { return fmaxf(x, s); } };
 
-template <class S>
-__device__ __forceinline__ float rw_value(S& src, int i, int r, int c) {
-  if constexpr (bare<S>::type::is_fragment) {
-    return to_f32(src.v[i * bare<S>::type::cols + c]);
-  } else {
-    return to_f32(src.get(r, c));
-  }
-}
-
-// rowwise: dst[r, c] = Op(src[r, c], vec[r]) in f32 for every row this thread owns.
+// rowwise: dst[r, c] = Op(src[r, c], vec[r]) in f32 for every element this thread holds.
+// A fragment source shares dst's layout, so element (r, c) sits in the same slot of both.
 template <class Op, class D, class S, class V>
 __device__ __forceinline__ void rowwise(D&& dst, S&& src, V&& vec, Team t) {
   typedef typename bare<D>::type DT;
   typedef typename bare<S>::type ST;
   typedef typename bare<V>::type VT;
-  static_assert(DT::kind == ROWS && VT::kind == ROWS && VT::cols == 1 &&
-                VT::rows == DT::rows && VT::threads == DT::threads,
-                "dst and vec are rows-layout fragments over the same rows");
+  typedef typename DT::elem T;
+  static_assert(DT::is_fragment, "the destination is a register fragment");
   static_assert(ST::rows == DT::rows && ST::cols == DT::cols, "src has the shape of dst");
-  static_assert(!ST::is_fragment || (ST::kind == ROWS && ST::threads == DT::threads),
-                "a fragment source needs the rows layout of dst");
-#pragma unroll
-  for (int i = 0; i < DT::RPT; ++i) {
-    const int r = i * DT::threads + t.tid;
-    if (DT::rows % DT::threads == 0 || r < DT::rows) {
-      const float s = to_f32(vec.v[i]);
-      for (int c = 0; c < DT::cols; ++c) {
-        dst.v[i * DT::cols + c] = convert<typename DT::elem>(Op::f(rw_value(src, i, r, c), s));
-      }
-    }
+  if constexpr (ST::is_fragment) {
+    static_assert(ST::kind == DT::kind && ST::SLOTS == DT::SLOTS,
+                  "a fragment source needs the layout of dst");
   }
+  static_assert(VT::rows == DT::rows && VT::cols == 1, "vec holds one value per row");
+  if constexpr (VT::is_fragment) {
+    static_assert(DT::kind == ROWS && VT::kind == ROWS && VT::threads == DT::threads,
+                  "a fragment vec needs rows-layout operands over the same threads");
+  }
+  dst.for_each(t, [&](int r, int c, auto& v) {
+    const int s = (int)(&v - &dst.v[0]);
+    float x;
+    if constexpr (ST::is_fragment) {
+      x = to_f32(src.v[s]);
+    } else {
+      x = to_f32(src.get(r, c));
+    }
+    float w;
+    if constexpr (VT::is_fragment) {
+      w = to_f32(vec.v[s / DT::cols]);
+    } else {
+      w = to_f32(vec.get(r, 0));
+    }
+    v = convert<T>(Op::f(x, w));
+  });
 }"""
 
 
@@ -84,6 +93,7 @@ _F32 = {
     "add": np.add,
     "mul": np.multiply,
     "div": np.divide,
+    "max": np.fmax,
 }
 
 
