@@ -26,7 +26,8 @@ ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src")}
 ROW_WHEN_FRAGMENT = {"rowwise": ("vec", ("dst", "src", "vec"))}
 MMA_OPERANDS = {"mma": ("acc",), "mma_async": ("acc",)}
 # Fragment operands that must share a layout with each other.
-SHARED_LAYOUT = {"elementwise": ("dst", "src"), "rowwise": ("dst", "src")}
+SHARED_LAYOUT = {"elementwise": ("dst", "src"), "rowwise": ("dst", "src"),
+                 "scale_accumulate": ("acc", "src")}
 
 
 def view_2d(shape: tuple[int, ...]) -> tuple[int, int]:
