@@ -19,7 +19,7 @@ with the wrong bank pattern, and bulk copies need 16-byte aligned shared address
 ## Failing example
 `corpus/invalid/gemm/epilogue_union_too_large.cake`:
 ```python
-    c_s = lm.smem("f32", (BM, BN), alias=a_s)  # expect: R010
+    c_s = lm.smem("f32", (BM, BN), stages=2, alias=a_s)  # expect: R010
 ```
 
 ## Passing example
