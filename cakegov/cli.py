@@ -1022,7 +1022,16 @@ def rules_explain(code: Annotated[str, typer.Argument(help="Rule code or name.")
         import difflib
 
         names = [r.code for r in book.rules] + [r.name for r in book.rules]
-        close = difflib.get_close_matches(code, names, n=3)
+        def edits(a: str, b: str) -> int:  # Levenshtein distance: breaks difflib's ties
+            row = list(range(len(b) + 1))
+            for i, ca in enumerate(a, 1):
+                prev, row[0] = row[0], i
+                for j, cb in enumerate(b, 1):
+                    prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+            return row[-1]
+
+        close = sorted(difflib.get_close_matches(code, names, n=3),
+                       key=lambda name: edits(code.upper(), name.upper()))
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise usage_error(f"no rule {code!r}{hint}")
     out.print(styled(f"{rule.code} {rule.name} (v{rule.version}, {rule.severity}, "

@@ -440,8 +440,9 @@ def tiles(text: str) -> Variant | None:
     doubling: a larger tile can overflow shared memory or its swizzle width. Skips when
     the halved tile is not a multiple of 16 (the MMA K step), when a buffer it shapes has
     an explicit `align=`, a swizzle other than its row width, or is swizzled along another
-    axis, and when any byte count is not `lm.nbytes(...)` (one computed by hand would go
-    stale)."""
+    axis, when any byte count is not `lm.nbytes(...)` (one computed by hand would go
+    stale), and when a view reuses another's storage (`alias=`: the halved root would no
+    longer hold it)."""
     src = _parse(text)
     if src is None:
         return None
@@ -455,6 +456,8 @@ def tiles(text: str) -> Variant | None:
     new = old // 2
     edits = [(*src.span(lit), str(new))]
     for node in ast.walk(src.func):
+        if isinstance(node, ast.keyword) and node.arg == "alias":
+            return None  # the root would shrink under a view that reuses its storage
         if isinstance(node, ast.keyword) and node.arg == "bytes" and \
                 not _lm_call(node.value, "nbytes"):
             return None

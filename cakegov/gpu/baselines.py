@@ -106,6 +106,19 @@ def kmeans_flops(sizes: Mapping[str, int]) -> float:
     return 2.0 * sizes["N"] * sizes["K"] * sizes["D"]
 
 
+def _softmax(xp: Any, a: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
+    x = a["X"]
+    e = xp.exp(x - x.max(axis=1, keepdims=True))
+    return {"Y": e / e.sum(axis=1, keepdims=True)}
+
+
+def _knn(xp: Any, a: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
+    # as for k-means, ||x||^2 does not change the order of a row's distances
+    x, c = a["X"], a["C"]
+    dist = (c * c).sum(axis=1)[None, :] - 2.0 * xp.matmul(x, c.T)
+    return {"idx": xp.argsort(dist, axis=1)[:, :sizes["T"]].astype(xp.int32)}
+
+
 def scale_alpha(workload: Workload) -> float:
     """The workload's alpha, read through its reference (the contract) on a probe input."""
     probe = {"X": np.ones((1, 1), dtype=np.float32)}
@@ -124,6 +137,12 @@ def baseline_for(workload: Workload) -> Baseline | None:
         return Baseline("cupy.matmul+argmin", "cuBLAS SGEMM for X @ C.T, centroid norms, "
                         "argmin over centroids (cupy)", _kmeans, {"X": f32, "C": f32},
                         flops=kmeans_flops)
+    if workload.name == "softmax":
+        return Baseline("cupy softmax", "row max, exp, row sum and division in CuPy",
+                        _softmax, {"X": f32})
+    if workload.name == "knn":
+        return Baseline("cupy.matmul+argsort", "cuBLAS SGEMM for X @ C.T, centroid norms, "
+                        "argsort over centroids (cupy)", _knn, {"X": f32, "C": f32})
     if workload.name == "scale":
         alpha = scale_alpha(workload)
 

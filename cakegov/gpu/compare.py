@@ -56,6 +56,7 @@ def kmeans_distances(values: Mapping[str, np.ndarray]) -> np.ndarray:
 # tie-aware comparison. Keyed by workload name; the function reads the exact inputs.
 TIE_DISTANCES: dict[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]] = {
     "kmeans_assign": kmeans_distances,
+    "knn": kmeans_distances,
 }
 
 
@@ -156,8 +157,11 @@ def compare_labels(tensor: str, raw: np.ndarray, reference: np.ndarray, distance
     if invalid.any():
         first = int(np.argwhere(invalid)[0][0])
         return fail(f"{int(invalid.sum())} of {rows} labels are outside [0, {k}) (first row "
-                    f"{first} holds {int(out[first])}): the kernel left poison or wrote "
-                    "garbage", invalid=int(invalid.sum()), first_invalid=first)
+                    f"{first} holds {np.asarray(out[first]).tolist()}): the kernel left "
+                    "poison or wrote garbage", invalid=int(invalid.sum()),
+                    first_invalid=first)
+    if out.ndim == 2:
+        return _compare_ranked(tensor, out, ref, distances, tie_gap, tolerance)
     idx = np.arange(rows)
     mismatch = out != ref
     d_ref = distances[idx, ref]
@@ -182,6 +186,40 @@ def compare_labels(tensor: str, raw: np.ndarray, reference: np.ndarray, distance
                     f"{gap[first]:.3e} > tie gap {tie_gap:.1e})", error, **details)
     return Comparison(tensor, dtype, True, error, tolerance,
                       f"all {rows} labels right ({int(tie.sum())} near-ties accepted)", details)
+
+
+def _compare_ranked(tensor: str, out: np.ndarray, ref: np.ndarray, distances: np.ndarray,
+                    tie_gap: float, tolerance: float) -> Comparison:
+    """Ranked neighbour lists (rows, T), in range already: a row is right when its indices
+    are distinct and the neighbour at every rank is the reference's or lies within
+    `tie_gap` (relative) of the reference's distance at that rank (near-ties may swap
+    places). `max_error` is the fraction of wrong rows."""
+    rows = out.shape[0]
+    idx = np.arange(rows)[:, None]
+    d_ref = distances[idx, ref]
+    d_out = distances[idx, out]
+    gap = np.abs(d_out - d_ref) / np.maximum(np.abs(d_ref), np.finfo(np.float64).tiny)
+    mismatch = out != ref
+    srt = np.sort(out, axis=1)
+    repeated = (srt[:, 1:] == srt[:, :-1]).any(axis=1) if out.shape[1] > 1 else \
+        np.zeros(rows, dtype=bool)
+    wrong_cell = mismatch & (gap > tie_gap)
+    wrong = wrong_cell.any(axis=1) | repeated
+    error = float(wrong.sum()) / rows if rows else 0.0
+    ties = int((mismatch & ~wrong_cell).sum())
+    details = {"mismatches": int(mismatch.sum()), "ties_accepted": ties,
+               "wrong": int(wrong.sum()), "tie_gap": tie_gap,
+               "first_wrong_rows": [int(i) for i in np.flatnonzero(wrong)[:5]]}
+    if error > tolerance:
+        first = int(np.flatnonzero(wrong)[0])
+        why = ("repeats a neighbour" if repeated[first] else
+               f"distance gap {float(gap[first].max()):.3e} > tie gap {tie_gap:.1e}")
+        return Comparison(tensor, "i32", False, error, tolerance,
+                          f"{int(wrong.sum())} of {rows} neighbour lists are wrong (first row "
+                          f"{first}: got {out[first].tolist()}, expected "
+                          f"{ref[first].tolist()}, {why})", details)
+    return Comparison(tensor, "i32", True, error, tolerance,
+                      f"all {rows} neighbour lists right ({ties} near-ties accepted)", details)
 
 
 def compare_exact(tensor: str, dtype: str, raw: np.ndarray, reference: np.ndarray

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from cakegov.corpus.workloads import Workload
+from cakegov.ir.fp8 import FORMATS as FP8
+from cakegov.ir.fp8 import NAN_BITS as FP8_NAN
+from cakegov.ir.fp8 import fp8_bits, fp8_values
 
 # How each schedule dtype travels to the kernel. bf16 has no numpy type: the kernel gets the
 # 16-bit patterns (ABI: `const uint16_t*` reinterpreted as `__nv_bfloat16`).
@@ -22,12 +25,14 @@ DEVICE_DTYPES: dict[str, type[np.generic]] = {
     "f32": np.float32,
     "f16": np.float16,
     "bf16": np.uint16,
+    "f8e4m3": np.uint8,  # 8-bit codes (ABI: `const uint8_t*` as cg::f8e4m3 / f8e5m2)
+    "f8e5m2": np.uint8,
     "i32": np.int32,
     "u32": np.uint32,
     "i8": np.int8,
     "u8": np.uint8,
 }
-FLOAT_ENCODINGS = frozenset({"f64", "f32", "f16", "bf16"})
+FLOAT_ENCODINGS = frozenset({"f64", "f32", "f16", "bf16", "f8e4m3", "f8e5m2"})
 
 # Poison written into every output before a correctness launch: NaN for floats, a value no
 # integer output of the workloads can take for integers. An element the kernel never wrote
@@ -63,6 +68,8 @@ def encode(dtype: str, values: np.ndarray) -> np.ndarray:
         raise DataError(f"dtype {dtype} has no device encoding")
     if dtype == "bf16":
         return bf16_bits(values)
+    if dtype in FP8:
+        return fp8_bits(values, dtype)
     return np.ascontiguousarray(values, dtype=DEVICE_DTYPES[dtype])
 
 
@@ -70,6 +77,8 @@ def decode(dtype: str, raw: np.ndarray) -> np.ndarray:
     """The numeric values of a device array (bf16 patterns become float32)."""
     if dtype == "bf16":
         return bf16_values(raw)
+    if dtype in FP8:
+        return fp8_values(raw, dtype)
     return np.asarray(raw)
 
 
@@ -77,6 +86,8 @@ def poisoned(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     """An output buffer filled with the poison of `dtype`."""
     if dtype == "bf16":
         return np.full(shape, BF16_QUIET_NAN, dtype=np.uint16)
+    if dtype in FP8:
+        return np.full(shape, FP8_NAN[dtype], dtype=np.uint8)
     if dtype in FLOAT_ENCODINGS:
         return np.full(shape, np.nan, dtype=DEVICE_DTYPES[dtype])
     if dtype in INT_POISON:

@@ -143,6 +143,7 @@ class SmemDecl(Node):
     stages: int = 1
     swizzle: Swizzle = "none"
     align: int = 16
+    alias: str | None = None  # another view whose storage this one reuses (its root)
 
     @property
     def stage_bytes(self) -> int:

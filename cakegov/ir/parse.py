@@ -716,7 +716,8 @@ class _Parser:
 
     def declare_smem(self, name: str, call: ast.Call, stmt: ast.stmt) -> SmemDecl:
         a = self.call_args(call, ("dtype", "shape"),
-                           ("dtype", "shape", "stages", "swizzle", "align"), "`lm.smem`")
+                           ("dtype", "shape", "stages", "swizzle", "align", "alias"),
+                           "`lm.smem`")
         for req in ("dtype", "shape"):
             if req not in a:
                 self.fail(errors.ARG_TYPE, f"`lm.smem` needs `{req}`", call)
@@ -735,7 +736,17 @@ class _Parser:
             stages=self.static_int(a["stages"], "`stages`", positive=True)
             if "stages" in a else 1,
             swizzle=swizzle, align=align,  # type: ignore[arg-type]
+            alias=self.alias_root(a["alias"]) if "alias" in a else None,
         )
+
+    def alias_root(self, node: ast.expr) -> str:
+        """The view whose storage `alias=` reuses, followed to the view that owns storage
+        (an alias of an alias shares the same bytes)."""
+        name = self.resource_ref(node, "smem")
+        for decl in self.resources:
+            if isinstance(decl, SmemDecl) and decl.name == name and decl.alias:
+                return decl.alias
+        return name
 
     def declare_fragment(self, name: str, call: ast.Call, stmt: ast.stmt) -> FragmentDecl:
         a = self.call_args(call, ("dtype", "shape"), ("dtype", "shape", "role"),

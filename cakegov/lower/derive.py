@@ -417,7 +417,7 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
             buffers.append(LBuffer(name=decl.name, dtype=decl.dtype, shape=decl.shape,
                                    stages=decl.stages, offset=slot.offset,
                                    stage_bytes=decl.stage_bytes, align=slot.align,
-                                   swizzle=decl.swizzle))
+                                   swizzle=decl.swizzle, alias=slot.alias))
     return LoweredKernel(
         name=schedule.name,
         schedule_sha256=schedule_sha256(schedule),

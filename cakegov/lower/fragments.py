@@ -2,11 +2,12 @@
 
 One derivation, recorded in `LFragment.layout` (kernel.py documents the three layouts):
 an `mma` accumulator gets the `mma.sync.m16n8k16` accumulator layout over a grid of the
-role's warps; a fragment that a reduction or top-k reads or writes gets the `rows` layout
-(one thread per row, so the reduction needs no communication); every other fragment gets
-the `flat` layout (consecutive elements on consecutive threads: coalesced loads and
-stores). Fragments that an elementwise op connects (`dst` and `src` both fragments) are
-copied slot by slot, so they share one layout: the requirement of any of them."""
+role's warps; a fragment that a reduction, top-k or row broadcast (`rowwise`) reads or
+writes gets the `rows` layout (one thread per row, so the reduction needs no
+communication); every other fragment gets the `flat` layout (consecutive elements on
+consecutive threads: coalesced loads and stores). Fragments that an elementwise op
+connects (`dst` and `src` both fragments) are copied slot by slot, so they share one
+layout: the requirement of any of them."""
 
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ WARP = 32
 
 # Which operands of which primitives force a layout.
 ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src")}
+# Operands forced to the rows layout only when the named operand is a fragment: a row
+# broadcast from a fragment vector needs every operand one row per thread, one from a
+# shared-memory vector leaves the destination's layout free.
+ROW_WHEN_FRAGMENT = {"rowwise": ("vec", ("dst", "src", "vec"))}
 MMA_OPERANDS = {"mma": ("acc",), "mma_async": ("acc",)}
 # Fragment operands that must share a layout with each other.
-SHARED_LAYOUT = {"elementwise": ("dst", "src")}
+SHARED_LAYOUT = {"elementwise": ("dst", "src"), "rowwise": ("dst", "src"),
+                 "scale_accumulate": ("acc", "src")}
 
 
 def view_2d(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -76,6 +82,12 @@ def _uses(schedule: Schedule) -> dict[str, set[str]]:
                     value = stmt.args.get(arg)
                     if isinstance(value, FragmentRef):
                         need.setdefault(value.name, set()).add(kind)
+            key, forced = ROW_WHEN_FRAGMENT.get(stmt.primitive, ("", ()))
+            if isinstance(stmt.args.get(key), FragmentRef):
+                for arg in forced:
+                    value = stmt.args.get(arg)
+                    if isinstance(value, FragmentRef):
+                        need.setdefault(value.name, set()).add("rows")
             linked = [v.name for a in SHARED_LAYOUT.get(stmt.primitive, ())
                       if isinstance(v := stmt.args.get(a), FragmentRef)]
             for other in linked[1:]:

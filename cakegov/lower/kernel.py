@@ -50,6 +50,7 @@ class LBuffer(_Model):
     stage_bytes: int
     align: int
     swizzle: str
+    alias: str | None = None  # the view whose storage this one reuses (same offset)
 
     def stage_offset(self, stage: Expr) -> Expr:
         """Byte offset of stage `stage` from the aligned shared-memory base."""

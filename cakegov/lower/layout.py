@@ -45,6 +45,7 @@ class BufferSlot:
     stages: int
     align: int
     padding: int  # bytes skipped before this buffer to reach `align`
+    alias: str | None = None  # the view whose storage this one reuses (same offset)
 
     @property
     def bytes(self) -> int:
@@ -107,15 +108,29 @@ def smem_layout(schedule: Schedule) -> SmemLayout:
     buffers: list[BufferSlot] = []
     padding = 0
     max_align = BASE_ALIGN
+    slots: dict[str, BufferSlot] = {}
     for decl in schedule.resources:
         if not isinstance(decl, SmemDecl):
+            continue
+        root = slots.get(decl.alias) if decl.alias else None
+        if root is not None:
+            # an alias starts at its root's offset and takes no storage of its own; one
+            # larger than its root (rule R010) still ends inside the layout
+            slot = BufferSlot(decl.name, root.offset, decl.stage_bytes, decl.stages,
+                              buffer_alignment(decl), 0, alias=root.name)
+            buffers.append(slot)
+            slots[decl.name] = slot
+            max_align = max(max_align, slot.align)
+            offset = max(offset, slot.offset + slot.bytes)
             continue
         align = buffer_alignment(decl)
         max_align = max(max_align, align)
         start = _round_up(offset, align)
         padding += start - offset
-        buffers.append(BufferSlot(decl.name, start, decl.stage_bytes, decl.stages, align,
-                                  start - offset))
+        slot = BufferSlot(decl.name, start, decl.stage_bytes, decl.stages, align,
+                          start - offset)
+        buffers.append(slot)
+        slots[decl.name] = slot
         offset = start + decl.stage_bytes * decl.stages
     start = _round_up(offset, MBARRIER_BYTES)
     padding += start - offset
@@ -135,7 +150,9 @@ def smem_layout(schedule: Schedule) -> SmemLayout:
         zero_offset = _round_up(offset, BASE_ALIGN)
         padding += zero_offset - offset
         offset = zero_offset + zero_bytes
-    data = sum(b.bytes for b in buffers)
+    # the union counts once: an alias's bytes beyond its root's (R010) are counted too
+    data = sum(b.bytes for b in buffers if b.alias is None) + sum(
+        max(0, b.bytes - slots[b.alias].bytes) for b in buffers if b.alias is not None)
     barrier_bytes = sum(b.count for b in barriers) * MBARRIER_BYTES
     slack = max_align - BASE_ALIGN
     return SmemLayout(tuple(buffers), tuple(barriers), data, padding, barrier_bytes, slack,

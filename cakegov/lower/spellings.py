@@ -36,19 +36,29 @@ SM90A_PTX: dict[str, str] = {
     "mbarrier_arrive_remote": "mbarrier.arrive.release.cluster.shared::cluster.b64",
     "barrier_cluster_arrive": "barrier.cluster.arrive.release.aligned",
     "barrier_cluster_wait": "barrier.cluster.wait.acquire.aligned",
+    # fp8 (sm_89+): mma.sync m16n8k32 and the paired conversions (PTX ISA, mma; cvt)
+    "mma_e4m3": "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+    "mma_e5m2": "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32",
+    "cvt_f16x2_e4m3x2": "cvt.rn.f16x2.e4m3x2",
+    "cvt_f16x2_e5m2x2": "cvt.rn.f16x2.e5m2x2",
+    "cvt_e4m3x2_f32": "cvt.rn.satfinite.e4m3x2.f32",
+    "cvt_e5m2x2_f32": "cvt.rn.satfinite.e5m2x2.f32",
 }
 
 PTX: dict[str, Mapping[str, str]] = {"sm_90a": SM90A_PTX}
 
-# Element types: schedule dtype -> C++ storage type in the emitted kernel. bf16 and f16
-# are 2-byte bit patterns wrapped in distinct structs (no cuda_bf16.h / cuda_fp16.h
-# needed, so NVRTC compiles without include paths); conversions are in the runtime.
+# Element types: schedule dtype -> C++ storage type in the emitted kernel. bf16, f16 and
+# the 1-byte fp8 formats are bit patterns wrapped in distinct structs (no cuda_bf16.h,
+# cuda_fp16.h or cuda_fp8.h needed, so NVRTC compiles without include paths; the fp8
+# structs stand for `__nv_fp8_e4m3` / `__nv_fp8_e5m2`); conversions are in the runtime.
 CTYPES: dict[str, str] = {
     "f64": "double",
     "f32": "float",
     "tf32": "float",
     "f16": "cg::f16",
     "bf16": "cg::bf16",
+    "f8e4m3": "cg::f8e4m3",
+    "f8e5m2": "cg::f8e5m2",
     "i32": "int",
     "u32": "unsigned",
     "i8": "signed char",

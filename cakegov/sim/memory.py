@@ -31,6 +31,8 @@ import numpy as np
 
 from cakegov.gpu.data import bf16_bits, bf16_values
 from cakegov.ir.dtypes import dtype_bytes
+from cakegov.ir.fp8 import FORMATS as FP8
+from cakegov.ir.fp8 import fp8_bits, fp8_round, fp8_values
 from cakegov.lower.fragments import view_2d
 from cakegov.lower.kernel import LFragment, LoweredKernel
 from cakegov.sim.state import OOB, RACE, UNINIT
@@ -39,7 +41,8 @@ NEVER = -1  # granule never written
 PROLOGUE = -2  # written by the kernel prologue (ordered before everything)
 
 _STORAGE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "i32": np.int32,
-            "u32": np.uint32, "i8": np.int8, "u8": np.uint8, "f64": np.float64}
+            "u32": np.uint32, "i8": np.int8, "u8": np.uint8, "f64": np.float64,
+            "f8e4m3": np.uint8, "f8e5m2": np.uint8}
 _INTS = {"i32", "u32", "i8", "u8"}
 
 
@@ -56,6 +59,8 @@ def round_to(dtype: str, values: np.ndarray) -> np.ndarray:
     v = np.asarray(values)
     if dtype == "bf16":
         return bf16_values(bf16_bits(v.astype(np.float32)))
+    if dtype in FP8:
+        return fp8_round(v, dtype)
     if dtype == "f16":
         with np.errstate(over="ignore"):
             return v.astype(np.float16).astype(np.float32)
@@ -68,7 +73,10 @@ def round_to(dtype: str, values: np.ndarray) -> np.ndarray:
 def encode(dtype: str, values: np.ndarray) -> np.ndarray:
     """Bytes of `values` in the device encoding of `dtype`."""
     v = round_to(dtype, values)
-    raw = bf16_bits(v) if dtype == "bf16" else np.ascontiguousarray(v, dtype=_STORAGE[dtype])
+    if dtype in FP8:
+        raw = fp8_bits(v, dtype)
+    else:
+        raw = bf16_bits(v) if dtype == "bf16" else np.ascontiguousarray(v, dtype=_STORAGE[dtype])
     return raw.reshape(-1).view(np.uint8)
 
 
@@ -77,6 +85,8 @@ def decode(dtype: str, raw: np.ndarray) -> np.ndarray:
     typed = np.ascontiguousarray(raw).view(_STORAGE[dtype])
     if dtype == "bf16":
         return bf16_values(typed)
+    if dtype in FP8:
+        return fp8_values(typed, dtype)
     return typed.astype(values_dtype(dtype))
 
 

@@ -11,7 +11,8 @@ barrier's release covers only the arriving thread's own accesses (PTX memory mod
 rule proposes `lm.syncwarp()` (one warp, or lanes of one warp) or a named barrier over
 the role before the arrive (or the second access), has the engine re-check the schedule,
 and reports only when that removes the race: at the arrive, with the witness and the
-re-checked fix.
+re-checked fix. A race between two names of the same bytes (a view declared with
+`alias=` and its root) is left to P020 alias-race.
 
 ## Why is this bad?
 The waiter observes the phase and reads the buffer, but only the elected thread's writes
@@ -33,6 +34,7 @@ done[0].arrive(per="role")
 ```
 """
 
+from cakegov.analysis.alias import aliased_pair
 from cakegov.analysis.diagnose import (
     Candidate,
     classify,
@@ -45,7 +47,7 @@ from cakegov.analysis.diagnose import (
 
 CODE = "P011"
 NAME = "elected-arrive"
-VERSION = "2.1.0"
+VERSION = "2.2.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -60,6 +62,8 @@ _KINDS = ("race", "uninit", "lapped", "premature", "early-pass")
 def _candidates(ctx, anomaly):
     program = program_of(ctx, anomaly)
     if program is None or anomaly.kind != "race" or len(anomaly.events) != 2:
+        return
+    if aliased_pair(anomaly) is not None:  # two names of the same bytes: P020 alias-race
         return
     second, first = anomaly.events
     if anomaly.details.get("intra_role"):

@@ -2,7 +2,8 @@
 
 `acc` is an f32 (or f16) register fragment of shape (M, N); `a` is (M, K); `b` is (K, N),
 or (N, K) with `transpose_b=True`. The tile is executed as `mma.sync` instructions of the
-target's shape (m16n8k16 for f16/bf16), so M, N and K must be multiples of it. `init`
+target's shape (m16n8k16 for f16/bf16, m16n8k32 for the fp8 types f8e4m3/f8e5m2, which
+read `b` stored (N, K): `transpose_b=True`), so M, N and K must be multiples of it. `init`
 (True, False or a condition such as `k == 0`) zeroes the accumulator first."""
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from cakegov.plugin import Arg, Effects, Spread, access, mma_accumulate, operand_shape
 
 NAME = "mma"
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 SPELLING = "lm.mma"
 CATEGORY = "compute"
 ARGS = (
@@ -70,6 +71,23 @@ __device__ __forceinline__ void mma_16816(float& d0, float& d1, float& d2, float
                : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+__device__ __forceinline__ void mma_16832(float& d0, float& d1, float& d2, float& d3,
+                                          const u32 (&a)[4], const u32 (&b)[2], f8e4m3) {
+  asm volatile("{{ ptx.mma_e4m3 }} { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, "
+               "{ %0, %1, %2, %3 };"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void mma_16832(float& d0, float& d1, float& d2, float& d3,
+                                          const u32 (&a)[4], const u32 (&b)[2], f8e5m2) {
+  asm volatile("{{ ptx.mma_e5m2 }} { %0, %1, %2, %3 }, { %4, %5, %6, %7 }, { %8, %9 }, "
+               "{ %0, %1, %2, %3 };"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ u32 ld_quad(const unsigned char* p) {
+  return *reinterpret_cast<const u32*>(p);
+}
 __device__ __forceinline__ u32 ld_pair(const unsigned short* p) {
   return *reinterpret_cast<const u32*>(p);
 }
@@ -95,39 +113,78 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
   if (init) acc.zero();
   const int r0 = AccT::row0(t), c0 = AccT::col0(t);
   const int q2 = 2 * (t.tid % 4);
-  const unsigned short* ap = reinterpret_cast<const unsigned short*>(a.p);
-  const unsigned short* bp = reinterpret_cast<const unsigned short*>(b.p);
+  if constexpr (sizeof(E) == 1) {
+    // fp8: mma.sync.m16n8k32, 4 elements per 32-bit register (PTX ISA, "Matrix fragments
+    // for mma.m16n8k32"): a rows g and g + 8, columns 4 (l % 4) .. + 3 and + 16; b stored
+    // N x K, column g, rows 4 (l % 4) .. + 3 and + 16.
+    static_assert(TRANSB, "fp8 mma reads b stored N x K (transpose_b=True)");
+    static_assert(K % 32 == 0, "fp8 mma steps K by 32");
+    const int q4 = 4 * (t.tid % 4);
+    const unsigned char* ap8 = reinterpret_cast<const unsigned char*>(a.p);
+    const unsigned char* bp8 = reinterpret_cast<const unsigned char*>(b.p);
 #pragma unroll
-  for (int kk = 0; kk < K; kk += 16) {
-    u32 af[AccT::TM][4];
-    u32 bf[AccT::TN][2];
+    for (int kk = 0; kk < K; kk += 32) {
+      u32 af[AccT::TM][4];
+      u32 bf[AccT::TN][2];
 #pragma unroll
-    for (int mi = 0; mi < AccT::TM; ++mi) {
-      const unsigned short* p = ap + (r0 + mi * 16) * K + kk + q2;
-      af[mi][0] = ld_pair(p);
-      af[mi][1] = ld_pair(p + 8 * K);
-      af[mi][2] = ld_pair(p + 8);
-      af[mi][3] = ld_pair(p + 8 * K + 8);
-    }
-#pragma unroll
-    for (int ni = 0; ni < AccT::TN; ++ni) {
-      const int n = c0 - q2 + ni * 8 + (t.tid % 32) / 4;  // column g of tile ni
-      if constexpr (TRANSB) {
-        const unsigned short* p = bp + n * K + kk + q2;
-        bf[ni][0] = ld_pair(p);
-        bf[ni][1] = ld_pair(p + 8);
-      } else {
-        const unsigned short* p = bp + (kk + q2) * N + n;
-        bf[ni][0] = pack_pair(p[0], p[N]);
-        bf[ni][1] = pack_pair(p[8 * N], p[9 * N]);
+      for (int mi = 0; mi < AccT::TM; ++mi) {
+        const unsigned char* p = ap8 + (r0 + mi * 16) * K + kk + q4;
+        af[mi][0] = ld_quad(p);
+        af[mi][1] = ld_quad(p + 8 * K);
+        af[mi][2] = ld_quad(p + 16);
+        af[mi][3] = ld_quad(p + 8 * K + 16);
       }
-    }
-#pragma unroll
-    for (int mi = 0; mi < AccT::TM; ++mi) {
 #pragma unroll
       for (int ni = 0; ni < AccT::TN; ++ni) {
-        float* d = &acc.v[(mi * AccT::TN + ni) * 4];
-        mma_16816(d[0], d[1], d[2], d[3], af[mi], bf[ni], E{});
+        const int n = c0 - q2 + ni * 8 + (t.tid % 32) / 4;
+        const unsigned char* p = bp8 + n * K + kk + q4;
+        bf[ni][0] = ld_quad(p);
+        bf[ni][1] = ld_quad(p + 16);
+      }
+#pragma unroll
+      for (int mi = 0; mi < AccT::TM; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < AccT::TN; ++ni) {
+          float* d = &acc.v[(mi * AccT::TN + ni) * 4];
+          mma_16832(d[0], d[1], d[2], d[3], af[mi], bf[ni], E{});
+        }
+      }
+    }
+  } else {
+    const unsigned short* ap = reinterpret_cast<const unsigned short*>(a.p);
+    const unsigned short* bp = reinterpret_cast<const unsigned short*>(b.p);
+#pragma unroll
+    for (int kk = 0; kk < K; kk += 16) {
+      u32 af[AccT::TM][4];
+      u32 bf[AccT::TN][2];
+#pragma unroll
+      for (int mi = 0; mi < AccT::TM; ++mi) {
+        const unsigned short* p = ap + (r0 + mi * 16) * K + kk + q2;
+        af[mi][0] = ld_pair(p);
+        af[mi][1] = ld_pair(p + 8 * K);
+        af[mi][2] = ld_pair(p + 8);
+        af[mi][3] = ld_pair(p + 8 * K + 8);
+      }
+#pragma unroll
+      for (int ni = 0; ni < AccT::TN; ++ni) {
+        const int n = c0 - q2 + ni * 8 + (t.tid % 32) / 4;  // column g of tile ni
+        if constexpr (TRANSB) {
+          const unsigned short* p = bp + n * K + kk + q2;
+          bf[ni][0] = ld_pair(p);
+          bf[ni][1] = ld_pair(p + 8);
+        } else {
+          const unsigned short* p = bp + (kk + q2) * N + n;
+          bf[ni][0] = pack_pair(p[0], p[N]);
+          bf[ni][1] = pack_pair(p[8 * N], p[9 * N]);
+        }
+      }
+#pragma unroll
+      for (int mi = 0; mi < AccT::TM; ++mi) {
+#pragma unroll
+        for (int ni = 0; ni < AccT::TN; ++ni) {
+          float* d = &acc.v[(mi * AccT::TN + ni) * 4];
+          mma_16816(d[0], d[1], d[2], d[3], af[mi], bf[ni], E{});
+        }
       }
     }
   }
@@ -137,10 +194,12 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
 # ---- numpy semantics (docs/simulator.md) -----------------------------------------------
 def simulate(op, sim):
     """f32 accumulation in the template's k order: one 16-wide k step at a time (each
-    step one `mma.sync.m16n8k16` per tile), starting from zero with `init`."""
+    step one `mma.sync.m16n8k16` per tile; 32-wide for fp8, m16n8k32), starting from zero
+    with `init`."""
     a, b = sim.tile("a"), sim.tile("b")
     if sim.value("transpose_b"):
         b = b.T
     m, n = sim.shape("acc")
     acc = np.zeros((m, n), dtype=np.float32) if sim.value("init") else sim.tile("acc")
-    sim.put("acc", mma_accumulate(acc, a, b, 16))
+    k_step = 32 if sim.dtype("a") in ("f8e4m3", "f8e5m2") else 16  # m16n8k32 for fp8
+    sim.put("acc", mma_accumulate(acc, a, b, k_step))

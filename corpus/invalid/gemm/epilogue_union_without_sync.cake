@@ -1,0 +1,29 @@
+"""Derived from corpus/valid/gemm/epilogue_union_s4.cake with `epi.sync()` deleted: a math
+warp writes the epilogue tile `c_s`, which is the storage of the A stages, while other math
+warps may still read `a_s` in their last mma (race through two names of the same bytes)."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"M": 128, "N": 128, "K": 64})
+def gemm_epilogue_union_no_sync(lm, A, B, C):
+    BM, BN, BK = 128, 128, 64
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=12)
+    a_s = lm.smem("bf16", (BM, BK), stages=4, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=4, swizzle="128B")
+    c_s = lm.smem("f32", (BM, BN), alias=a_s)                # mainloop / epilogue union
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    ring = lm.pipeline(stages=4, buffers=[a_s, b_s], producer=loader, consumer=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            ring.acquire(k)
+            a_s[ring.stage(k)].load(A, at=(m0, k * BK), barrier=ring.full(k))
+            b_s[ring.stage(k)].load(B, at=(n0, k * BK), barrier=ring.full(k))
+    with math:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            ring.wait(k)
+            lm.mma(acc, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True, init=(k == 0))
+            ring.release(k)
+        lm.elementwise(c_s[0], acc, op="copy")  # expect: P020
+        lm.fence_proxy()                                      # generic writes -> async proxy
+        c_s[0].store_async(C, at=(m0, n0))
+        lm.store_wait(pending=0)

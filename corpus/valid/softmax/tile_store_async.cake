@@ -1,0 +1,29 @@
+"""Row softmax, one 32 x 256 tile per CTA and one warpgroup: a raw barrier guards the
+bulk load, the softmax runs in registers, and the result goes back through a shared
+output tile with a bulk store (generic writes, proxy fence, `store_async`, drain)."""
+# expect: clean
+@cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 256}, divisible={"M": 32})
+def softmax_tile_store_async(lm, X, Y):
+    BR = 32
+    lm.launch(grid=(lm.cdiv(lm.M, BR),), warps=4)
+    x_s = lm.smem("f32", (BR, 256))
+    y_s = lm.smem("f32", (BR, 256))
+    full = lm.mbarrier(count=1)
+    worker = lm.role(warps=range(0, 4))
+    mx = lm.fragment("f32", (BR,), role=worker)
+    sm = lm.fragment("f32", (BR,), role=worker)
+    e = lm.fragment("f32", (BR, 256), role=worker)
+    r0 = lm.block(0) * BR
+    with worker:
+        full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
+        x_s[0].load(X, at=(r0, 0), barrier=full[0])
+        full[0].wait(parity=0)
+        lm.reduce(mx, x_s[0], op="max", axis=1)
+        lm.rowwise(e, x_s[0], mx, op="sub")
+        lm.elementwise(e, e, op="exp")
+        lm.reduce(sm, e, op="sum", axis=1)
+        lm.rowwise(e, e, sm, op="div")
+        lm.elementwise(y_s[0], e, op="copy")
+        lm.fence_proxy()                                      # generic writes -> async proxy
+        y_s[0].store_async(Y, at=(r0, 0))
+        lm.store_wait(pending=0)                              # drained before exit
