@@ -78,6 +78,9 @@ def test_ws_gemm_kernel_abi_and_register_budgets(kernel_of, emit):
     assert src.count("setmaxnreg.") == 2
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in src
     assert "if (K % 64 != 0) return;  // the schedule requires K divisible by 64" in src
+    # K = 0 is a multiple of 64: the kernel refuses non-positive sizes itself
+    for n in "MNK":
+        assert f"if ({n} <= 0) return;  // the workload requires {n} > 0" in src
 
 
 def test_kmeans_abi_guards_fixed_sizes(kernel_of, emit):

@@ -258,6 +258,10 @@ class _Emitter:
         guards += [{"condition": f"{n} % {v} != 0",
                     "reason": f"the schedule requires {n} divisible by {v}"}
                    for n, v in self.kernel.divisible.items() if n in sizes]
+        # sizes are positive: 0 is a multiple of every tile and would pass the guard above
+        # into loops with no iteration (workloads refuse it on the host as well)
+        guards += [{"condition": f"{n} <= 0", "reason": f"the workload requires {n} > 0"}
+                   for n in sorted(sizes) if n not in self.kernel.sizes]
         return guards
 
     def init(self) -> list[str]:
