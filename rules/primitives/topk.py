@@ -6,7 +6,7 @@ import numpy as np
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "topk"
-VERSION = "1.3.0"
+VERSION = "1.3.1"
 SPELLING = "lm.topk"
 CATEGORY = "compute"
 ARGS = (
@@ -45,7 +45,8 @@ __device__ __forceinline__ float topk_value(S& src, int i, int r, int c) {
 
 // topk: for each row owned by this thread, the indices of the K smallest (largest)
 // elements in order, ties to the lower index: K selection passes, each taking the best
-// element that comes after the previous pick in (value, index) order.
+// element that comes after the previous pick in (value, index) order. Both selection loops
+// are unrolled: a register array indexed by a run-time value lives in local memory.
 template <int K, bool LARGEST, class D, class S>
 __device__ __forceinline__ void topk(D&& dst, S&& src, Team t) {
   typedef typename bare<D>::type DT;
@@ -61,9 +62,11 @@ __device__ __forceinline__ void topk(D&& dst, S&& src, Team t) {
     if (DT::rows % DT::threads == 0 || r < DT::rows) {
       float pv = 0.f;
       int pi = -1;
+#pragma unroll
       for (int j = 0; j < K; ++j) {
         float bv = 0.f;
         int bi = -1;
+#pragma unroll
         for (int c = 0; c < ST::cols; ++c) {
           const float x = LARGEST ? -topk_value(src, i, r, c) : topk_value(src, i, r, c);
           const bool after = pi < 0 || x > pv || (x == pv && c > pi);

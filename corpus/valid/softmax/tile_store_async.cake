@@ -1,18 +1,18 @@
-"""Row softmax, one 32 x 256 tile per CTA and one warpgroup: a raw barrier guards the
+"""Row softmax, one 32 x 128 tile per CTA and one warpgroup: a raw barrier guards the
 bulk load, the softmax runs in registers, and the result goes back through a shared
 output tile with a bulk store (generic writes, proxy fence, `store_async`, drain)."""
 # expect: clean
-@cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 256}, divisible={"M": 32})
+@cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 128}, divisible={"M": 32})
 def softmax_tile_store_async(lm, X, Y):
     BR = 32
     lm.launch(grid=(lm.cdiv(lm.M, BR),), warps=4)
-    x_s = lm.smem("f32", (BR, 256))
-    y_s = lm.smem("f32", (BR, 256))
+    x_s = lm.smem("f32", (BR, 128))
+    y_s = lm.smem("f32", (BR, 128))
     full = lm.mbarrier(count=1)
     worker = lm.role(warps=range(0, 4))
     mx = lm.fragment("f32", (BR,), role=worker)
     sm = lm.fragment("f32", (BR,), role=worker)
-    e = lm.fragment("f32", (BR, 256), role=worker)
+    e = lm.fragment("f32", (BR, 128), role=worker)
     r0 = lm.block(0) * BR
     with worker:
         full[0].arrive_expect_tx(bytes=lm.nbytes(x_s))
