@@ -1,5 +1,5 @@
 """`python -m cakegov`: the same as the `cakegov` command."""
 
-from cakegov.cli import main
+from cakegov.launch import main
 
 main()

@@ -17,6 +17,7 @@ import typer
 
 from cakegov import __version__
 from cakegov.check.exits import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE
+from cakegov.project import default_rules, default_workloads, project_root
 
 if TYPE_CHECKING:  # annotations of helpers only; the commands import these lazily
     from rich.text import Text
@@ -97,39 +98,22 @@ class Format(StrEnum):
     sarif = "sarif"
 
 
-def project_root(start: Path | None = None) -> Path | None:
-    """The nearest directory at or above `start` that holds `rules/` and `corpus/`."""
-    here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / "rules" / "checks").is_dir() and (candidate / "corpus").is_dir():
-            return candidate
-    return None
-
-
 def usage_error(message: str) -> typer.Exit:
     err.print(styled(f"error: {message}", style="bold red"))
     return typer.Exit(EXIT_USAGE)
 
 
 def resolve_rules(rules: Path | None) -> Path:
-    if rules is None and os.environ.get("CAKEGOV_RULES"):
-        rules = Path(os.environ["CAKEGOV_RULES"])
+    rules = rules or default_rules()
     if rules is None:
-        root = project_root()
-        if root is None:
-            raise usage_error("no rulebook found: run inside a cakegov project or pass --rules")
-        rules = root / "rules"
+        raise usage_error("no rulebook found: run inside a cakegov project or pass --rules")
     return rules
 
 
 def resolve_workloads(workloads: Path | None) -> Path:
-    if workloads is None and os.environ.get("CAKEGOV_WORKLOADS"):
-        workloads = Path(os.environ["CAKEGOV_WORKLOADS"])
+    workloads = workloads or default_workloads()
     if workloads is None:
-        root = project_root()
-        if root is None:
-            raise usage_error("no workloads found: pass --workloads")
-        workloads = root / "corpus" / "workloads"
+        raise usage_error("no workloads found: pass --workloads")
     return workloads
 
 
@@ -218,11 +202,18 @@ def check(
                    "remains (on standard error); the report and exit status are the "
                    "re-check's.")] = False,
     quiet: QuietOpt = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the "
+                        "result cache (plain piped checks are remembered by the content "
+                        "of every input; $CAKEGOV_NO_CACHE=1 does the same).")] = False,
     ledger: LedgerOpt = None,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
 ) -> None:
     """Check schedules. Exit 0 clean, 1 rejected, 2 usage or input error, 3 incomplete."""
+    # `no_cache` acts before this function runs: `main` serves and stores only the plain
+    # command line (cakegov/check/result_cache.py), and any other option, this one
+    # included, makes a line not plain.
+    del no_cache
     from cakegov.check.findings import exit_code
     from cakegov.check.runner import Checker, expand_paths
     from cakegov.progress import progress
@@ -1242,14 +1233,44 @@ def narrowed(argv: list[str]) -> typer.Typer:
     return narrow
 
 
+def _check_and_remember(argv: list[str], key: str) -> None:
+    """Run the check with both streams recorded, then store what it printed."""
+    from cakegov.check.result_cache import Recorder, store
+
+    out_rec, err_rec = Recorder(sys.stdout), Recorder(sys.stderr)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out_rec, err_rec  # type: ignore[assignment]
+    try:
+        narrowed(argv)(prog_name="cakegov")
+    except SystemExit as exc:
+        sys.stdout, sys.stderr = saved
+        store(key, out_rec.text(), err_rec.text(), exc.code)
+        raise
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def main() -> None:
-    """Console entry point: internal errors exit 101, never with a bare traceback."""
+    """The command line of this process (`cakegov.launch.main` is the console entry
+    point: it answers a remembered check before this module is imported)."""
+    from cakegov.check.result_cache import serve
+
+    argv = sys.argv[1:]
+    run_argv(argv, serve(argv))
+
+
+def run_argv(argv: list[str], cache_key: str | None = None) -> None:
+    """Run one command line: internal errors exit 101, never with a bare traceback.
+    `cache_key`: the result-cache key of a plain check that was not stored yet."""
     # pydantic looks up plugin entry points in every installed distribution when it
     # builds its first model (~10 ms of each start-up); cakegov uses none. The models are
     # built when a command imports them, after this line; an explicit setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
-        narrowed(sys.argv[1:])(prog_name="cakegov")
+        if cache_key is None:
+            narrowed(argv)(prog_name="cakegov")
+        else:
+            _check_and_remember(argv, cache_key)
     except SystemExit:
         raise
     except KeyboardInterrupt:

@@ -43,7 +43,7 @@ class Arg:
 
 
 class _Data(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 SpreadKind = Literal["each", "owner", "rows_of", "cols_of", "all", "mma_a", "mma_b", "engine"]

@@ -16,6 +16,21 @@ CORPUS = ROOT / "corpus"
 WORKLOADS = CORPUS / "workloads"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _check_cache(tmp_path_factory):
+    """`cakegov check` processes the tests start remember their results in a directory of
+    this session, never in the user's cache (cakegov/check/result_cache.py)."""
+    import os
+
+    saved = os.environ.get("CAKEGOV_CACHE_DIR")
+    os.environ["CAKEGOV_CACHE_DIR"] = str(tmp_path_factory.mktemp("check-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("CAKEGOV_CACHE_DIR", None)
+    else:
+        os.environ["CAKEGOV_CACHE_DIR"] = saved
+
+
 @pytest.fixture(scope="session")
 def rulebook() -> Rulebook:
     return Rulebook.load(RULES)

@@ -26,7 +26,7 @@ SEVERITIES: tuple[str, ...] = ("blocking", "report", "hint")
 class Finding(BaseModel):
     """One diagnostic: what is wrong, where, which resource/role/stage, and why."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     code: str
     rule: str
     severity: Severity
@@ -67,7 +67,7 @@ class Finding(BaseModel):
 class FileResult(BaseModel):
     """The verdict on one schedule file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     file: str
     schedule: str | None = None
     sha256: str | None = None
@@ -81,7 +81,7 @@ class FileResult(BaseModel):
 class CheckReport(BaseModel):
     """The result of one `cakegov check` run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     schema_version: Literal[1] = 1
     engine_version: str
     verifier_digest: str

@@ -26,7 +26,7 @@ class Edit(BaseModel):
     """Replace the text of `span` (1-based lines and columns, end exclusive) by `text`;
     an empty span (start == end) inserts."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     span: Span
     text: str
 
@@ -36,7 +36,7 @@ class Fix(BaseModel):
     apply as is; `maybe`: removes the anomaly but may change what the kernel computes;
     `none`: advice only."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     description: str
     applicability: Literal["machine", "maybe", "none"] = "machine"
     edits: tuple[Edit, ...] = ()

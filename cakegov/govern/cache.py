@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from cakegov.check.lock import atomic_write
+from cakegov.fsio import atomic_write
 
 CACHE_FORMAT = 1
 ENV_VAR = "CAKEGOV_CACHE_DIR"

@@ -74,7 +74,7 @@ class LedgerError(Exception):
 class LedgerRecord(BaseModel):
     """One ledger entry. `hash` covers every other field, `prev_hash` included."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     id: int
     kind: str
     created_at: str

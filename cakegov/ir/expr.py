@@ -14,7 +14,7 @@ INT_LIMIT = 2**40
 
 
 class _Expr(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
 
 
 class Const(_Expr):

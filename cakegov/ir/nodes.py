@@ -14,7 +14,7 @@ from cakegov.ir.expr import Expr
 class Span(BaseModel):
     """A source range: 1-based lines and columns, end exclusive."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     line: int
     col: int
     end_line: int
@@ -22,7 +22,7 @@ class Span(BaseModel):
 
 
 class Node(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     path: str
     span: Span
 
@@ -31,7 +31,7 @@ class Node(BaseModel):
 
 
 class _Value(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid")
     span: Span
 
 
