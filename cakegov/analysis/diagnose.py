@@ -415,6 +415,7 @@ def free_named_id(ctx) -> int | None:
     kernel = ctx.protocol.kernel
     used = {0} | {n.id for n in kernel.named_barriers}
     used |= {kernel.role_barrier(r.name) for r in kernel.roles} - {None}
+    used |= {b.id for b in kernel.subset_barriers}
     for i in range(NAMED_BARRIER_IDS - 1, 0, -1):  # from the top: role ids grow upwards
         if i not in used:
             return i
