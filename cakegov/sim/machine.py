@@ -685,6 +685,8 @@ class Machine:
             self.note(op.span.line, f"{where}: {op.primitive} issued (group {ordinal})")
             return
         text = f"{where}: {op.primitive}"
+        for value in op.args.values():  # a sub-tile outside its fragment: out of bounds
+            self.window(value, vars_, op)
         self.smem_accesses(w, op, vars_, text)
         prim.simulate(op, OpSim(self, w, op, vars_))
         if any(a.collective for a in op.reads):

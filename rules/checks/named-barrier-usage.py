@@ -65,7 +65,8 @@ def _who(role, warps):
     every = len(warps) == role.warp_stop - role.warp_start
     if every:
         return f"`{role.name}` {32 * len(warps)}"
-    return f"`{role.name}` warps {', '.join(str(w) for w in warps)} {32 * len(warps)}"
+    which = "warp" if len(warps) == 1 else "warps"
+    return f"`{role.name}` ({which} {', '.join(str(w) for w in warps)}) {32 * len(warps)}"
 
 
 def _bad_id(ctx, decl, decls, low, high):

@@ -70,13 +70,13 @@ def check(ctx):
         warps = site.subset
         if scope == "warpgroup" and _whole_warpgroups(site.role, warps, group):
             continue
-        where = ", ".join(str(w) for w in warps)
+        where = ("warp " if len(warps) == 1 else "warps ") + ", ".join(str(w) for w in warps)
         needs = {"cta": "every thread of the CTA", "cluster": "every thread of the cluster",
                  "warpgroup": f"the {group} warps of each aligned warpgroup"}[scope]
         yield ctx.finding(
             site.call,
             f"`{site.call.primitive}` ({instruction}) needs {needs}, but it sits in a "
-            f"`with lm.warps(...)` block that only warps {where} of role `{site.role.name}` "
+            f"`with lm.warps(...)` block that only {where} of role `{site.role.name}` "
             "execute",
             condition=f"a block holds every thread of the {scope} its collective "
                       "instructions synchronise",
