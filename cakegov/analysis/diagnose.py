@@ -384,7 +384,7 @@ def siblings_after(schedule: Schedule, path: str) -> list[Stmt]:
         for i, stmt in enumerate(body):
             if stmt.path == path:
                 return list(body[i + 1:])
-            if isinstance(stmt, For):
+            if isinstance(stmt, For | Warps):
                 found = search(stmt.body)
                 if found is not None:
                     return found

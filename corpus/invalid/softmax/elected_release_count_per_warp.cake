@@ -1,7 +1,7 @@
-"""The per-warpgroup elected release of rows_elected_release_2wg.cake with the pipeline's
-default empty count, one arrival per consumer warp (8): only warps 0 and 4 of the role
-release each stage, so no phase of the empty barrier completes and the loader waits
-forever for the first stage to come back."""
+"""The per-warpgroup elected release of rows_elected_release_2wg.cake with the empty count
+of a release per consumer warp (8, what the pipeline derives when `empty_count` is left
+out): only warps 0 and 4 of the role release each stage, so no phase of the empty barrier
+completes and the loader waits forever for the first stage to come back."""
 @cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 64})
 def softmax_rows_elected_release_2wg(lm, X, Y):
     BR, TILES = 256, 4
@@ -14,7 +14,8 @@ def softmax_rows_elected_release_2wg(lm, X, Y):
     mx = lm.fragment("f32", (BR,), role=math)
     sm = lm.fragment("f32", (BR,), role=math)
     e = lm.fragment("f32", (BR, 64), role=math)
-    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math)  # expect: P002
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math,  # expect: P002
+                       empty_count=8)                        # one per math warp
     r0 = lm.block(0) * BR * TILES
     with loader:
         with lm.warps(0, 1):
