@@ -869,6 +869,9 @@ class _Parser:
         if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
             self.fail(errors.STRUCTURE, "use `with <role>:` with a single role", stmt)
         node = stmt.items[0].context_expr
+        if self.is_lm_call(node, "warps"):
+            self.fail(errors.STRUCTURE, "`with lm.warps(...)` selects warps of a role: it "
+                      "belongs inside a `with <role>:` body", stmt)
         try:
             name = self.role_name(node)
         except _Unresolved as exc:
