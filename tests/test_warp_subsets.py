@@ -224,3 +224,20 @@ def test_an_elected_arrive_in_a_block_counts_one_per_block_warp(rulebook, worklo
     assert any(isinstance(op, LCompute) for op in _ops(kernel.roles[1].body))
     ev = simulate_evidence(WG.encode(), "t.cake", rulebook, workloads, seeds=1)
     assert ev["status"] == "correct"
+
+
+def test_different_warps_at_different_uses_are_left_to_the_exploration(checker):
+    # warp 0 and then warp 1 of the loader each meet the worker at `ready` (160 = 128 +
+    # 32): R007 cannot count that statically; the exploration finds that warp 1's
+    # bar.arrive is not ordered after the first instance and can be counted in it
+    text = (CORPUS / "valid/scale/named_barrier_handoff.cake").read_text()
+    text = text.replace("threads=256)", "threads=160)")
+    text = text.replace("        ready.arrive()\n",
+                        "        with lm.warps(0, 1):\n            ready.arrive()\n"
+                        "        with lm.warps(1, 2):\n            ready.arrive()\n")
+    text = text.replace("        ready.sync()\n", "        ready.sync()\n        ready.sync()\n")
+    result = checker.check_bytes(text.encode(), "t.cake")
+    blocking = [f for f in result.findings if f.severity == "blocking"]
+    assert blocking and "R007" not in {f.code for f in blocking}
+    assert any("without being ordered after instance 0" in f.message for f in blocking)
+    assert blocking[0].span.line == text[:text.index("with lm.warps(1, 2)")].count("\n") + 2

@@ -9,8 +9,11 @@ rule checks, for every declaration:
 - two declarations with the same id declare the same thread count;
 - the threads that use the barrier (through `nb.sync()` or `nb.arrive()`) add up to the
   declared count: 32 x the warps of each using role that reach a use, which is every
-  warp of the role, or only the warps of the `with lm.warps(...)` blocks the uses sit in
-  (FlashAttention-3's producer warp joins `QueryEmpty` with `NumMmaThreads + 32`).
+  warp of the role, or only the warps of the `with lm.warps(...)` block the uses sit in
+  (FlashAttention-3's producer warp joins `QueryEmpty` with `NumMmaThreads + 32`). When
+  one role reaches the barrier with different sets of warps at different uses, which
+  warps meet in which instance is a question of the protocol: the rule leaves it to the
+  exploration (P015 named-barrier-deadlock).
 
 ## Why is this bad?
 The hardware barrier completes when `t` threads have arrived. With fewer participants
@@ -38,7 +41,7 @@ from cakegov.ir.nodes import NamedBarrierDecl
 
 CODE = "R007"
 NAME = "named-barrier-usage"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
 CATEGORY = "resources"
 STATUS = "stable"
@@ -49,16 +52,18 @@ _USES = ("sync", "bar_arrive")
 
 def _users(ctx, names):
     """The roles that sync or arrive on any of the named barriers `names`, in schedule
-    order, each with the role-relative warps that reach a use."""
-    users: dict[str, set[int]] = {}
+    order, each with the role-relative warps that reach its uses; None when a role
+    reaches them with different warps at different uses."""
+    users: dict[str, set[tuple[int, ...]]] = {}
     for site in ctx.calls():
         refs = {v.name for v in site.call.args.values()
                 if getattr(v, "kind", None) == "named_barrier"}
         if any(b.op in _USES and b.barrier in refs & names
                for b in ctx.effects(site.call).barriers):
-            users.setdefault(site.role.name, set()).update(site.warps)
-    return [(r, tuple(sorted(users[r.name]))) for r in ctx.schedule.roles
-            if r.name in users]
+            users.setdefault(site.role.name, set()).add(site.warps)
+    if any(len(sets) > 1 for sets in users.values()):
+        return None
+    return [(r, next(iter(users[r.name]))) for r in ctx.schedule.roles if r.name in users]
 
 
 def _who(role, warps):
@@ -163,5 +168,7 @@ def check(ctx):
         if bar_id in broken:
             continue
         users = _users(ctx, {d.name for d in decls if d.id == bar_id})
+        if users is None:  # different warps at different uses: the exploration decides
+            continue
         if users and sum(32 * len(w) for _, w in users) != first.threads:
             yield _mismatch(ctx, first, users)
