@@ -241,3 +241,21 @@ def test_different_warps_at_different_uses_are_left_to_the_exploration(checker):
     assert blocking and "R007" not in {f.code for f in blocking}
     assert any("without being ordered after instance 0" in f.message for f in blocking)
     assert blocking[0].span.line == text[:text.index("with lm.warps(1, 2)")].count("\n") + 2
+
+
+def test_a_store_wait_of_the_whole_role_waits_in_the_warp_that_stored(checker, rulebook,
+                                                                       workloads):
+    # the last warp issues the bulk stores in a block; a drain by the whole role is
+    # executed by every warp, each waiting for the groups its own lanes committed: the
+    # emitted code, the model and the simulator agree that warp 3's stores are drained
+    text = (CORPUS / "valid/softmax/rows_subtile_store_last_warp.cake").read_text()
+    text = text.replace("        with lm.warps(3, 4):\n            lm.store_wait(pending=0)",
+                        "        lm.store_wait(pending=0)")
+    assert checker.check_bytes(text.encode(), "t.cake").verdict == "clean"
+    kernel = lowered(text, rulebook, workloads)
+    source = emit_cuda(kernel, rulebook.primitives, verifier_digest="x").source
+    drain = source[source.rindex("): store_wait"):]
+    assert drain.splitlines()[1].strip().startswith("cg::bulk_wait_read<0>();")
+    assert "if (cg_rwarp == 0) cg::bulk" not in source
+    ev = simulate_evidence(text.encode(), "t.cake", rulebook, workloads, seeds=1)
+    assert ev["status"] == "correct", ev["detail"]
