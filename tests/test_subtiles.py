@@ -14,7 +14,8 @@ from cakegov.gpu.compile import compile_nvrtc, nvrtc_available
 from cakegov.ir.errors import InputError
 from cakegov.ir.expr import BinOp, Const, Env, Var, evaluate
 from cakegov.ir.nodes import FragmentRef
-from cakegov.ir.parse import parse_source, static_difference, walk_statements
+from cakegov.ir.parse import parse_source, walk_statements
+from cakegov.ir.subtile import static_difference
 from cakegov.lower.emit import emit_cuda
 from cakegov.lower.kernel import LCompute, LFor
 from cakegov.plugin import operand_shape

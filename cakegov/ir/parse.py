@@ -64,6 +64,7 @@ from cakegov.ir.nodes import (
     Value,
     Warps,
 )
+from cakegov.ir.subtile import slice_text, static_difference
 from cakegov.plugin import Arg
 
 MAX_SOURCE_BYTES = 1_000_000
@@ -1243,7 +1244,7 @@ class _Parser:
             assert size is not None
             if size > extent or (isinstance(lower, Const) and not
                                  0 <= lower.value <= extent - size):
-                self.fail(errors.ARG_TYPE, f"slice `{_slice_text(lower, size)}` is outside "
+                self.fail(errors.ARG_TYPE, f"slice `{slice_text(lower, size)}` is outside "
                           f"axis {axis} of `{name}` (extent {extent})", part)
             windows.append((lower, size))
         (row0, rows), (col0, cols) = windows
@@ -1397,50 +1398,6 @@ class _Parser:
                   "index expression",
                   node)
         raise AssertionError
-
-
-def _slice_text(lower: Expr, size: int) -> str:
-    if isinstance(lower, Const):
-        return f"{lower.value}:{lower.value + size}"
-    return f"..:.. + {size}"
-
-
-def _affine(expr: Expr) -> dict[str, int] | None:
-    """`expr` as integer coefficients of its linear terms (key "" for the constant), or
-    None when it is not affine in its free symbols."""
-    if isinstance(expr, Const):
-        return {"": expr.value}
-    if isinstance(expr, BinOp) and expr.op in ("+", "-"):
-        a, b = _affine(expr.lhs), _affine(expr.rhs)
-        if a is None or b is None:
-            return None
-        sign = 1 if expr.op == "+" else -1
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = out.get(k, 0) + sign * v
-        return out
-    if isinstance(expr, BinOp) and expr.op == "*":
-        a, b = _affine(expr.lhs), _affine(expr.rhs)
-        if a is None or b is None:
-            return None
-        for const, other in ((a, b), (b, a)):
-            if set(const) <= {""}:
-                factor = const.get("", 0)
-                return {k: v * factor for k, v in other.items()}
-        return None
-    return {expr.model_dump_json(): 1}  # an opaque term (a symbol or a non-linear part)
-
-
-def static_difference(upper: Expr, lower: Expr) -> int | None:
-    """`upper - lower` when it is the same constant for every value of the symbols
-    (`(j + 1) * 32 - j * 32` is 32), else None."""
-    a, b = _affine(upper), _affine(lower)
-    if a is None or b is None:
-        return None
-    diff = {k: a.get(k, 0) - b.get(k, 0) for k in set(a) | set(b)}
-    if any(v for k, v in diff.items() if k):
-        return None
-    return diff.get("", 0)
 
 
 def walk_statements(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, tuple[For, ...]]]:
