@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cakegov.ir.expr import Expr
+from cakegov.ir.nodes import SubTile
 
 ArgKind = Literal[
     "smem",  # shared-memory view, optionally stage-indexed
@@ -40,6 +41,8 @@ class Arg:
     required: bool = True
     default: object = None
     choices: tuple[str, ...] = ()
+    # a fragment argument that also takes a sub-tile (`acc[:, j * 32:(j + 1) * 32]`)
+    sliceable: bool = False
 
 
 class _Data(BaseModel):
@@ -61,11 +64,15 @@ class Spread(_Data):
     - `mma_a` / `mma_b`: the operand loads of `mma.sync.m16n8k16` for accumulator
       `fragment` (`transpose`: b is stored N x K);
     - `engine`: the asynchronous proxy (copy engine, tensor cores) reads or writes the
-      whole tile on behalf of the role."""
+      whole tile on behalf of the role.
+
+    `tile`: the fragment operand is a sub-tile (`acc[:, j * 32:(j + 1) * 32]`): element
+    `(r, c)` of the operand meets element `(row0 + r, col0 + c)` of `fragment`."""
 
     kind: SpreadKind = "each"
     fragment: str | None = None
     transpose: bool = False
+    tile: SubTile | None = None
 
 
 class Access(_Data):
@@ -123,7 +130,11 @@ def access(value: Any, view: Any, proxy: Literal["generic", "async"] = "generic"
                       bytes=size, spread=spread, collective=collective)
     if kind == "fragment":
         decl = view.decl(value.name)
-        return Access(space="reg", name=value.name, bytes=view.bytes_of(decl))
+        size = view.bytes_of(decl)
+        tile = getattr(value, "tile", None)
+        if tile is not None and decl is not None:  # the sub-tile's share of the registers
+            size = size * tile.rows * tile.cols // max(1, elements(tuple(decl.shape)))
+        return Access(space="reg", name=value.name, bytes=size)
     if kind == "tensor":
         return Access(space="global", name=value.name, proxy=proxy)
     raise ValueError(f"not a memory operand: {kind}")
@@ -134,7 +145,8 @@ def spread_by(value: Any, kind: SpreadKind = "owner", transpose: bool = False
     """`Spread(kind, fragment=value)` when `value` is a register fragment, else None (the
     default spread applies)."""
     if getattr(value, "kind", None) == "fragment":
-        return Spread(kind=kind, fragment=value.name, transpose=transpose)
+        return Spread(kind=kind, fragment=value.name, transpose=transpose,
+                      tile=getattr(value, "tile", None))
     return None
 
 
@@ -150,9 +162,15 @@ def barrier_action(op: str, value: Any, **extra: Any) -> BarrierAction:
 
 
 def operand_shape(value: Any, view: Any) -> tuple[int, ...]:
-    """Shape of the tile an operand value denotes (one stage of an smem view)."""
+    """Shape of the tile an operand value denotes (one stage of an smem view; the window
+    of a fragment sub-tile, in the fragment's rank)."""
     decl = view.decl(value.name)
-    return tuple(decl.shape) if decl is not None else ()
+    if decl is None:
+        return ()
+    tile = getattr(value, "tile", None)
+    if tile is not None:
+        return (tile.rows,) if len(decl.shape) == 1 else (tile.rows, tile.cols)
+    return tuple(decl.shape)
 
 
 def elements(shape: tuple[int, ...]) -> int:

@@ -98,7 +98,8 @@ def build(builder: Builder, sizes: Mapping[str, int], cta: tuple[int, int, int],
             trips[k] = max(trips.get(k, 0), v)
         for t in part.threads:
             index = len(threads)
-            thread = Thread(index=index, role=t.role, warps=t.warps, cta=rank)
+            thread = Thread(index=index, role=t.role, warps=t.warps, cta=rank,
+                            members=t.members, role_warps=t.role_warps)
             for ev in t.events:
                 for out in _place(ev, rank, n, per_slots, per_regions):
                     out.thread = index

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from cakegov.analysis.execute import Anomaly
 from cakegov.analysis.program import Event, Program
 from cakegov.analysis.witness import witness_evidence
-from cakegov.ir.nodes import Call, Decl, For, PipelineDecl, Schedule, Stmt
+from cakegov.ir.nodes import Call, Decl, For, PipelineDecl, Schedule, Stmt, Warps
 from cakegov.ir.parse import walk_statements
 from cakegov.plugin import Repair
 
@@ -384,7 +384,7 @@ def siblings_after(schedule: Schedule, path: str) -> list[Stmt]:
         for i, stmt in enumerate(body):
             if stmt.path == path:
                 return list(body[i + 1:])
-            if isinstance(stmt, For):
+            if isinstance(stmt, For | Warps):
                 found = search(stmt.body)
                 if found is not None:
                     return found
@@ -415,6 +415,7 @@ def free_named_id(ctx) -> int | None:
     kernel = ctx.protocol.kernel
     used = {0} | {n.id for n in kernel.named_barriers}
     used |= {kernel.role_barrier(r.name) for r in kernel.roles} - {None}
+    used |= {b.id for b in kernel.subset_barriers}
     for i in range(NAMED_BARRIER_IDS - 1, 0, -1):  # from the top: role ids grow upwards
         if i not in used:
             return i
@@ -440,6 +441,9 @@ def role_sync_repairs(ctx, role: str, before: str, lanes_only: bool = False
     warps = r.warp_stop - r.warp_start
     if warps == 1 or lanes_only:
         return (Repair("insert", before, text="lm.syncwarp()"),)
+    block = block_of(ctx.schedule, before)
+    if block is not None:  # a barrier over the role is reached by every warp: outside
+        before = block.path
     ident = free_named_id(ctx)
     if ident is None:
         return None
@@ -450,8 +454,29 @@ def role_sync_repairs(ctx, role: str, before: str, lanes_only: bool = False
 
 
 def hand_off_after(program: Program, ev: Event) -> Event | None:
-    """The first arrive (or named barrier) of `ev`'s thread after `ev`."""
+    """The first arrive (or named barrier) of `ev`'s thread after `ev`; when that thread
+    has none (a class of a role split by `with lm.warps(...)` that leaves the hand-off to
+    another warp of its role), the first arrive of another class of the same role after
+    the same statement in the same iteration."""
     for later in program.threads[ev.thread].events[ev.seq + 1:]:
         if later.kind == "arrive" or (later.kind == "named" and not later.derived):
             return later
+    for t in program.threads:
+        if t.index == ev.thread or t.role != ev.role or t.cta != program.threads[
+                ev.thread].cta or not t.members:
+            continue
+        after = False
+        for other in t.events:
+            if other.path == ev.path and other.iters == ev.iters:
+                after = True
+            elif after and other.kind == "arrive":
+                return other
+    return None
+
+
+def block_of(schedule: Schedule, path: str) -> Warps | None:
+    """The `with lm.warps(...)` block holding statement `path`, if any."""
+    for stmt, _, _ in statements(schedule):
+        if isinstance(stmt, Warps) and path.startswith(stmt.path + ".body["):
+            return stmt
     return None

@@ -297,7 +297,7 @@ class Executor:
         if m.who == "engine":
             return self._own_known(t, rec.mem.who, issuer_who) >= rec.clock
         cross = self.fp.crossing(rec.mem.fp, m.fp, m.shift - rec.mem.shift,
-                                 t.warps * 32)
+                                 t.info.role_threads)
         if cross == SAME:
             return True
         if cross == LANES:

@@ -87,8 +87,8 @@ def _mma_loads(layout: LFragLayout, rows: int, cols: int, operand: str, transpos
 
 
 def _element_pairs(access: Access, shape: tuple[int, ...], threads: int,
-                   layouts: dict[str, LFragLayout]) -> tuple[int, np.ndarray | None,
-                                                             np.ndarray | None]:
+                   layouts: dict[str, LFragLayout], origin: tuple[int, int] | None = None
+                   ) -> tuple[int, np.ndarray | None, np.ndarray | None]:
     rows, cols = view_2d(shape)
     n = rows * cols
     spread = access.spread
@@ -108,8 +108,14 @@ def _element_pairs(access: Access, shape: tuple[int, ...], threads: int,
         elem, who = _mma_loads(layout, rows, cols, spread.kind[-1], spread.transpose)
         return 0, elem, who
     own = owners(layout).reshape(layout.rows, layout.cols)
+    if spread.tile is not None:  # the operand meets a window of the fragment
+        r0, c0 = origin or (0, 0)
+        t = spread.tile
+        if r0 < 0 or c0 < 0 or r0 + t.rows > layout.rows or c0 + t.cols > layout.cols:
+            return ALL, None, None  # out of range: H006 reports it
+        own = own[r0:r0 + t.rows, c0:c0 + t.cols]
     if spread.kind == "owner":
-        if (layout.rows, layout.cols) != (rows, cols):
+        if own.shape != (rows, cols):
             return ALL, None, None
         return 0, np.arange(n), own.ravel()
     # rows_of: row r of the operand by the holders of row r of the fragment;
@@ -130,13 +136,24 @@ def _to_mask(flags: np.ndarray) -> int:
     return int.from_bytes(np.packbits(flags, bitorder="little").tobytes(), "little")
 
 
+def tile_origin(access: Access, evaluate) -> tuple[int, int] | None:
+    """The origin of the fragment window an access's spread follows (`Spread.tile`),
+    evaluated with `evaluate(expr)`; None when it follows a whole fragment."""
+    tile = access.spread.tile
+    if tile is None:
+        return None
+    return evaluate(tile.row0), evaluate(tile.col0)
+
+
 def footprint(access: Access, dtype: str, shape: tuple[int, ...], threads: int,
-              layouts: dict[str, LFragLayout]) -> Footprint:
-    """The footprint of one shared-memory operand access on one stage."""
+              layouts: dict[str, LFragLayout], origin: tuple[int, int] | None = None
+              ) -> Footprint:
+    """The footprint of one shared-memory operand access on one stage (`origin`: of the
+    fragment window the access follows, `tile_origin`)."""
     size = dtype_bytes(dtype)
     rows, cols = view_2d(shape)
     nbytes = rows * cols * size
-    who, elem, owner = _element_pairs(access, shape, threads, layouts)
+    who, elem, owner = _element_pairs(access, shape, threads, layouts, origin)
     if elem is None or owner is None:
         return Footprint(nbytes, (1 << nbytes) - 1, who)
     byte = (elem[:, None] * size + np.arange(size)[None, :]).ravel()
@@ -208,16 +225,32 @@ class Footprints:
         self.kernel = kernel
         self.layouts = {f.name: f.layout for f in kernel.fragments if f.layout is not None}
         self.threads = {r.name: r.warps * WARP for r in kernel.roles}
-        self._cache: dict[tuple[str, int, bool], Footprint] = {}
+        self._cache: dict[tuple, Footprint] = {}
+        self._restricted: dict[tuple[Footprint, tuple[int, ...]], Footprint] = {}
 
-    def of(self, role: str, path: str, index: int, write: bool, access: Access) -> Footprint:
-        key = (path, index, write)
+    def of(self, role: str, path: str, index: int, write: bool, access: Access,
+           origin: tuple[int, int] | None = None) -> Footprint:
+        key = (path, index, write) if origin is None else (path, index, write, origin)
         if key not in self._cache:
             buf = self.kernel.buffer(access.name)
             assert buf is not None
             self._cache[key] = footprint(access, buf.dtype, buf.shape,
-                                         self.threads.get(role, WARP), self.layouts)
+                                         self.threads.get(role, WARP), self.layouts, origin)
         return self._cache[key]
+
+    def restrict(self, fp: Footprint, warps: tuple[int, ...]) -> Footprint:
+        """The part of `fp` that the role's warps `warps` touch (a class of a role split by
+        `with lm.warps(...)`); thread numbers stay the role's."""
+        if fp.who in (ALL, ENGINE) or fp.pairs is None:
+            return fp
+        key = (fp, warps)
+        if key not in self._restricted:
+            keep = np.isin(fp.pairs[:, 1] // WARP, np.asarray(warps))
+            pairs = fp.pairs[keep]
+            flags = np.zeros(fp.nbytes, dtype=bool)
+            flags[pairs[:, 0]] = True
+            self._restricted[key] = Footprint(fp.nbytes, _to_mask(flags), 0, pairs)
+        return self._restricted[key]
 
     def engine(self, buffer: str) -> Footprint:
         """A whole stage written or read by the asynchronous proxy (bulk copies)."""

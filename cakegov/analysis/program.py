@@ -14,6 +14,13 @@ by is recorded with it:
 - `engine`: the asynchronous proxy on the role's behalf (bulk copies, bulk stores, wgmma
   operands).
 
+A role whose body has `with lm.warps(...)` blocks (LOp.subset) is split, warp-granular,
+into one model thread per *class* of its warps: warps that belong to exactly the same
+blocks (docs/checker.md, "Part of a role"). Each class runs the role's program without
+the blocks it is not part of; an elected-thread op runs in the class holding the first
+warp of its block (or of the role); arrivals, named-barrier threads and footprints count
+the class's own warps only. A role without blocks is one model thread, as before.
+
 Shared memory is a byte array laid out at the lowered offsets: an access names the
 *region* (the bytes of one buffer stage, merged with every stage that overlaps it), its
 byte offset in the region and its footprint (cakegov/analysis/footprint.py). Register
@@ -30,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cakegov.analysis.footprint import ENGINE, Footprint, Footprints
+from cakegov.analysis.footprint import ENGINE, Footprint, Footprints, tile_origin
 from cakegov.ir.expr import Env, EvalError, Expr, evaluate
 from cakegov.lower.kernel import (
     LArrive,
@@ -110,26 +117,97 @@ class Event:
     cta: int = -1
     peer: int = -1
     dests: tuple[int, ...] = ()
+    part: str = ""  # the warps of a split role executing it (`warps 1..3`); "": all
 
     def where(self) -> str:
         its = ", ".join(f"{k}={v}" for k, v in self.iters)
-        who = self.role if self.cta < 0 else f"{self.role} of CTA {self.cta}"
+        role = f"{self.role} ({self.part})" if self.part else self.role
+        who = role if self.cta < 0 else f"{role} of CTA {self.cta}"
         return f"{who} line {self.line}" + (f" ({its})" if its else "")
 
 
 @dataclass
 class Thread:
-    """A model thread: one role, `warps` warps in lockstep."""
+    """A model thread: one role (or one class of a split role's warps, `members`),
+    `warps` warps in lockstep."""
 
     index: int
     role: str
     warps: int
     events: list[Event] = field(default_factory=list)
     cta: int = -1  # cluster rank of its CTA (-1: a one-CTA program)
+    # a split role (`with lm.warps(...)`): the role-relative warps of this class, and the
+    # role's warp count; () / 0: the whole role
+    members: tuple[int, ...] = ()
+    role_warps: int = 0
 
     @property
     def threads(self) -> int:
         return self.warps * WARP
+
+    @property
+    def role_threads(self) -> int:
+        """Threads of the whole role (footprints number the role's threads)."""
+        return (self.role_warps or self.warps) * WARP
+
+    @property
+    def part(self) -> str:
+        return f"warps {warp_text(self.members)}" if self.members else ""
+
+
+def warp_text(warps: tuple[int, ...]) -> str:
+    """`0`, `1..3`, `0, 4`: role-relative warp indices for messages."""
+    if len(warps) > 1 and warps == tuple(range(warps[0], warps[-1] + 1)):
+        return f"{warps[0]}..{warps[-1]}"
+    return ", ".join(str(w) for w in warps)
+
+
+def warp_classes(role) -> list[tuple[int, ...]]:
+    """The model threads of a lowered role: the classes of its warps that belong to
+    exactly the same `with lm.warps(...)` blocks, ordered by first warp; [()] (the whole
+    role) when it has none."""
+    subsets = sorted({op.subset for op in _all_ops(role.body) if op.subset is not None})
+    if not subsets:
+        return [()]
+    classes: dict[tuple[bool, ...], list[int]] = {}
+    for w in range(role.warps):
+        classes.setdefault(tuple(w in s for s in subsets), []).append(w)
+    return sorted((tuple(ws) for ws in classes.values()), key=lambda ws: ws[0])
+
+
+def _all_ops(ops: tuple[LOp, ...]):
+    for op in ops:
+        yield op
+        if isinstance(op, LFor):
+            yield from _all_ops(op.body)
+
+
+_ELECTED_ARRIVE = "role"
+
+
+def executes(members: tuple[int, ...], op: LOp) -> bool:
+    """Does the class `members` of a split role (() = the whole role) execute `op`? Ops
+    of a `with lm.warps(...)` block run on its warps only; an op of one elected thread
+    (`arrive(per="role")`, arrive_expect_tx, mbarrier.init, a bulk copy or bulk store)
+    runs on the first warp of its block, or of the role."""
+    if not members:
+        return True
+    warps = op.subset if op.subset is not None else None
+    if warps is not None and members[0] not in warps:
+        return False
+    elected = (isinstance(op, LArrive) and op.per == _ELECTED_ARRIVE) or \
+        isinstance(op, LCopy | LInit) or (isinstance(op, LCompute) and op.group == "bulk")
+    if elected:
+        first = warps[0] if warps is not None else 0
+        return first in members
+    return True
+
+
+def arrivals(members: tuple[int, ...], op: LArrive) -> int:
+    """Arrivals the class `members` makes at `op` (the op's own count for a whole role)."""
+    if not members:
+        return op.arrivals
+    return {"role": 1, "warp": len(members), "thread": WARP * len(members)}[op.per]
 
 
 @dataclass
@@ -216,6 +294,9 @@ class Builder:
                 self.slot_count.append(bar.count)
                 self.slot_manual.append(bar.init == "manual")
         self._regions()
+        # the model threads of every role (warp classes of split roles)
+        self.classes = [(role, members) for role in kernel.roles
+                        for members in warp_classes(role)]
 
     def _regions(self) -> None:
         """Stages that share bytes form one region (views never overlap in today's
@@ -265,9 +346,11 @@ class Builder:
         plan = dict(plan or {})
         blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
 
-        def count(ops, vars_: dict, n: int, depth: int) -> int:
+        def count(ops, vars_: dict, n: int, depth: int, members: tuple[int, ...]) -> int:
             total = 0
             for op in ops:
+                if not executes(members, op):
+                    continue
                 if not isinstance(op, LFor):
                     total += n
                     continue
@@ -291,14 +374,14 @@ class Builder:
                 deeper = {k: (np.asarray(v)[owner][keep] if isinstance(v, np.ndarray) else v)
                           for k, v in vars_.items()}
                 deeper[op.var] = values[keep]
-                total += count(op.body, deeper, int(keep.sum()), depth + 1)
+                total += count(op.body, deeper, int(keep.sum()), depth + 1, members)
                 if total > limit:
                     return limit + 1
             return total
 
         out = 0
-        for role in self.kernel.roles:
-            out += count(role.body, {}, 1, 0)
+        for role, members in self.classes:
+            out += count(role.body, {}, 1, 0, members)
             if out > limit:
                 return limit + 1
         return out
@@ -314,8 +397,9 @@ class Builder:
         self._total = 0
         self._max = max_events
         blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
-        for i, role in enumerate(self.kernel.roles):
-            thread = Thread(index=i, role=role.name, warps=role.warps)
+        for i, (role, members) in enumerate(self.classes):
+            thread = Thread(index=i, role=role.name, warps=len(members) or role.warps,
+                            members=members, role_warps=role.warps if members else 0)
             self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan)
             program.threads.append(thread)
         return program
@@ -330,6 +414,8 @@ class Builder:
                program: Program, plan) -> None:
         env = Env(sizes=sizes, vars=vars_, blocks=blocks)
         for op in ops:
+            if not executes(thread.members, op):
+                continue
             if isinstance(op, LFor):
                 start = self._eval(op.start, env, op.path)
                 stop = self._eval(op.stop, env, op.path)
@@ -364,6 +450,8 @@ class Builder:
 
         def visit(ops, env: dict, n: int) -> None:
             for op in ops:
+                if not executes(thread.members, op):
+                    continue
                 if isinstance(op, LFor):
                     start = np.broadcast_to(np.asarray(
                         vec_eval(op.start, sizes, env, blocks, {}), dtype=np.int64), (n,))
@@ -382,7 +470,7 @@ class Builder:
                     continue
                 if isinstance(op, LWait | LArrive):
                     kind, weight, index = ("wait", 1, op.index) if isinstance(op, LWait) \
-                        else ("arrive", op.arrivals, op.index)
+                        else ("arrive", arrivals(thread.members, op), op.index)
                 elif isinstance(op, LCopy):
                     kind, weight, index = "copy", 1, op.barrier_index
                 else:
@@ -399,7 +487,8 @@ class Builder:
 
     def _event(self, op: LOp, env: Env, thread: Thread, vars_: dict[str, int]) -> Event:
         base = {"thread": thread.index, "seq": len(thread.events), "path": op.path,
-                "line": op.span.line, "iters": tuple(vars_.items()), "role": thread.role}
+                "line": op.span.line, "iters": tuple(vars_.items()), "role": thread.role,
+                "part": thread.part}
         if isinstance(op, LWait):
             slot = self.slot(op.barrier, self._eval(op.index, env, op.path), op.path)
             return Event(kind="wait", slot=slot, parity=self._eval(op.parity, env, op.path) % 2,
@@ -409,7 +498,8 @@ class Builder:
             who = {"role": "E", "warp": "W0", "thread": "T"}[op.per]
             tx = self._eval(op.tx, env, op.path) if op.expects else 0
             peer = self._eval(op.cta, env, op.path) if op.cta is not None else -1
-            return Event(kind="arrive", slot=slot, n=op.arrivals, tx=tx, who=who,
+            return Event(kind="arrive", slot=slot, n=arrivals(thread.members, op), tx=tx,
+                         who=who,
                          source=op.source, peer=peer, **base)
         if isinstance(op, LCopy):
             slot = self.slot(op.barrier, self._eval(op.barrier_index, env, op.path), op.path)
@@ -452,7 +542,12 @@ class Builder:
                 if a.space != "smem":
                     continue
                 stage = self._eval(a.stage, env, op.path) if a.stage is not None else 0
-                fp = self.fp.of(thread.role, op.path, n, write, a)
+                origin = tile_origin(a, lambda e: self._eval(e, env, op.path))
+                fp = self.fp.of(thread.role, op.path, n, write, a, origin)
+                if thread.members:  # a class of a split role: its own threads' bytes
+                    fp = self.fp.restrict(fp, thread.members)
+                    if not fp.mask:
+                        continue
                 who = "engine" if fp.who == ENGINE else ("W0" if a.collective else "T")
                 collective = collective or a.collective
                 mem.append(self._mem(a.name, stage, fp, write, a.proxy, who, op.path))

@@ -30,6 +30,7 @@ from cakegov.ir.nodes import (
     Schedule,
     SmemDecl,
     Span,
+    Warps,
 )
 from cakegov.ir.parse import walk_statements
 from cakegov.lower.derive import LoweringError, lower
@@ -54,11 +55,20 @@ class Attempt:
 
 @dataclass(frozen=True)
 class CallSite:
-    """A primitive call with the role that runs it and its enclosing loops."""
+    """A primitive call with the role that runs it and its enclosing loops; `subset`: the
+    role-relative warps of its `with lm.warps(...)` block (None: every warp)."""
 
     call: Call
     role: RoleDecl
     loops: tuple[For, ...]
+    subset: tuple[int, ...] | None = None
+
+    @property
+    def warps(self) -> tuple[int, ...]:
+        """The role-relative warps that execute the call."""
+        if self.subset is not None:
+            return self.subset
+        return tuple(range(self.role.warp_stop - self.role.warp_start))
 
 
 class ResourceView:
@@ -271,9 +281,15 @@ class CheckContext:
     def calls(self, primitive: str | None = None) -> Iterator[CallSite]:
         """Every primitive call in every role body, in program order."""
         for role in self.schedule.roles:
+            blocks: list[Warps] = []
             for stmt, loops in walk_statements(role.body):
+                if isinstance(stmt, Warps):
+                    blocks.append(stmt)
+                    continue
                 if isinstance(stmt, Call) and (primitive is None or stmt.primitive == primitive):
-                    yield CallSite(stmt, role, loops)
+                    block = next((b for b in blocks
+                                  if stmt.path.startswith(b.path + ".body[")), None)
+                    yield CallSite(stmt, role, loops, block.members if block else None)
 
     def node_at(self, path: str) -> Node | None:
         """The IR node with this path (a declaration, a role or a statement)."""

@@ -53,9 +53,24 @@ class SmemRef(_Value):
     stage: Expr | None = None
 
 
+class SubTile(BaseModel):
+    """A window of a fragment's 2-D view (rank 1 `(n,)` is `n x 1`) with static extents:
+    rows `row0 .. row0 + rows - 1`, columns `col0 .. col0 + cols - 1`. The origins are
+    index expressions and may depend on loop variables (`acc[:, j * 32:(j + 1) * 32]`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    row0: Expr
+    rows: int
+    col0: Expr
+    cols: int
+
+
 class FragmentRef(_Value):
+    """A register fragment, or a sub-tile of it (`tile`: `acc[:, j * 32:(j + 1) * 32]`)."""
+
     kind: Literal["fragment"] = "fragment"
     name: str
+    tile: SubTile | None = None
 
 
 class TensorRef(_Value):
@@ -231,8 +246,27 @@ class For(Node):
     body: tuple[Stmt, ...]
 
 
-Stmt = Annotated[Call | For, Field(discriminator="kind")]
+class Warps(Node):
+    """`with lm.warps(start, stop, step):` inside a role body: only the role's warps
+    `start, start + step, ... < stop` (indices counted from the role's first warp) run
+    `body`; the others skip it. The role is not split (its `setmaxnreg`, fragments and
+    derived counts stay the role's)."""
+
+    kind: Literal["warps"] = "warps"
+    start: int
+    stop: int
+    step: int = 1
+    body: tuple[Stmt, ...]
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        """The role-relative indices of the warps that run the body."""
+        return tuple(range(self.start, self.stop, self.step))
+
+
+Stmt = Annotated[Call | For | Warps, Field(discriminator="kind")]
 For.model_rebuild()
+Warps.model_rebuild()
 
 
 class RoleDecl(Node):

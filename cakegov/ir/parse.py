@@ -58,10 +58,13 @@ from cakegov.ir.nodes import (
     Span,
     Stmt,
     StrValue,
+    SubTile,
     TensorRef,
     Unresolved,
     Value,
+    Warps,
 )
+from cakegov.ir.subtile import slice_text, static_difference
 from cakegov.plugin import Arg
 
 MAX_SOURCE_BYTES = 1_000_000
@@ -318,6 +321,8 @@ class _Parser:
         self.fixed_sizes: dict[str, int] = {}
         self.launch: Launch | None = None
         self.statements = 0
+        self.role_warps = 0  # warps of the role whose body is being parsed
+        self.in_subset = False  # inside `with lm.warps(...)`
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -865,6 +870,9 @@ class _Parser:
         if len(stmt.items) != 1 or stmt.items[0].optional_vars is not None:
             self.fail(errors.STRUCTURE, "use `with <role>:` with a single role", stmt)
         node = stmt.items[0].context_expr
+        if self.is_lm_call(node, "warps"):
+            self.fail(errors.STRUCTURE, "`with lm.warps(...)` selects warps of a role: it "
+                      "belongs inside a `with <role>:` body", stmt)
         try:
             name = self.role_name(node)
         except _Unresolved as exc:
@@ -875,6 +883,8 @@ class _Parser:
         if name in self.role_bodies:
             self.fail(errors.STRUCTURE, f"role `{name}` already has a body", stmt)
         self.role_bodies.add(name)
+        role = self.roles[name]
+        self.role_warps = role.warp_stop - role.warp_start
         body = self.block(stmt.body, f"roles.{name}.body")
         self.roles[name] = self.roles[name].model_copy(update={"body": body})
 
@@ -916,9 +926,41 @@ class _Parser:
             self.let(stmt)
             return None
         if isinstance(stmt, ast.With):
-            self.fail(errors.STRUCTURE, "role bodies cannot nest", stmt)
+            if len(stmt.items) == 1 and stmt.items[0].optional_vars is None and \
+                    self.is_lm_call(stmt.items[0].context_expr, "warps"):
+                return self.warp_subset(stmt, path)
+            self.fail(errors.STRUCTURE, "role bodies cannot nest (inside a role, `with` "
+                      "takes `lm.warps(start, stop)`)", stmt)
         self.forbid_stmt(stmt)
         return None
+
+    def warp_subset(self, stmt: ast.With, path: str) -> Warps | None:
+        """`with lm.warps(start, stop[, step]):` (docs/language.md, "Part of a role")."""
+        call = stmt.items[0].context_expr
+        assert isinstance(call, ast.Call)
+        if self.in_subset:
+            self.fail(errors.STRUCTURE, "`with lm.warps(...)` blocks cannot nest: write the "
+                      "innermost set of warps", stmt)
+        if call.keywords or not 2 <= len(call.args) <= 3:
+            self.fail(errors.ARG_TYPE, "`lm.warps` takes 2 or 3 positional static integers: "
+                      "`lm.warps(start, stop[, step])`, warp indices within the role", call)
+        start = self.static_int(call.args[0], "the first warp of `lm.warps`")
+        stop = self.static_int(call.args[1], "the stop of `lm.warps`")
+        step = self.static_int(call.args[2], "the step of `lm.warps`", positive=True) \
+            if len(call.args) == 3 else 1
+        if not 0 <= start < stop <= self.role_warps:
+            self.fail(errors.ARG_TYPE, f"`lm.warps({start}, {stop})` must name warps inside "
+                      f"the role: 0 <= start < stop <= {self.role_warps} (indices count from "
+                      "the role's first warp)", call)
+        self.in_subset = True
+        try:
+            body = self.block(stmt.body, f"{path}.body")
+        finally:
+            self.in_subset = False
+        if not body:
+            return None
+        return Warps(path=path, span=self.span(stmt), start=start, stop=stop, step=step,
+                     body=body)
 
     def for_loop(self, stmt: ast.For, path: str) -> For:
         if stmt.orelse:
@@ -1037,7 +1079,8 @@ class _Parser:
         what = f"argument `{arg.name}` of `{spelling}`"
         if arg.kind in ("smem", "fragment", "operand", "tensor", "mbarrier", "named_barrier",
                         "pipeline"):
-            return self.value_of_kind(node, arg.kind, f"`{spelling}`", arg.name)
+            return self.value_of_kind(node, arg.kind, f"`{spelling}`", arg.name,
+                                      sliceable=arg.sliceable)
         if arg.kind == "index":
             return ExprValue(span=span, expr=self.expr(node))
         if arg.kind == "coord":
@@ -1095,7 +1138,8 @@ class _Parser:
         self.fail(errors.ARG_TYPE, f"{what} must be a number", node)
         raise AssertionError
 
-    def value_of_kind(self, node: ast.expr, kind: str, spelling: str, arg: str) -> Value:
+    def value_of_kind(self, node: ast.expr, kind: str, spelling: str, arg: str,
+                      sliceable: bool = False) -> Value:
         span = self.span(node)
         if kind == "operand":
             for option in ("smem", "fragment"):
@@ -1103,7 +1147,7 @@ class _Parser:
                 if isinstance(base, ast.Name):
                     b = self.lookup(base.id)
                     if isinstance(b, _Resource) and b.kind == option:
-                        return self.value_of_kind(node, option, spelling, arg)
+                        return self.value_of_kind(node, option, spelling, arg, sliceable)
             kind = "smem"  # the error below names what was expected
             expected = "a shared-memory view or a register fragment"
         else:
@@ -1124,6 +1168,13 @@ class _Parser:
                                   pipeline_side=func.attr)  # type: ignore[arg-type]
         index: Expr | None = None
         base = node
+        if isinstance(node, ast.Subscript) and kind == "fragment":
+            name = self.resource_ref(node.value, "fragment")
+            if not sliceable:
+                self.fail(errors.ARG_TYPE, f"argument `{arg}` of {spelling} takes a whole "
+                          "fragment: a sub-tile (`acc[:, a:b]`) is accepted by `lm.store`, "
+                          "`lm.elementwise` and `lm.fill` only", node)
+            return FragmentRef(span=span, name=name, tile=self.sub_tile(node, name))
         if isinstance(node, ast.Subscript):
             base = node.value
             if kind not in ("smem", "mbarrier"):
@@ -1157,6 +1208,47 @@ class _Parser:
         if kind == "named_barrier":
             return NamedBarrierRef(span=span, name=name)
         return PipelineRef(span=span, name=name)
+
+    def sub_tile(self, node: ast.Subscript, name: str) -> SubTile:
+        """`acc[r0:r1, c0:c1]` (or `acc[r0:r1]`): a window of the fragment's 2-D view with
+        static extents `r1 - r0` and `c1 - c0` (docs/language.md, "Slices of a
+        fragment")."""
+        decl = next(d for d in self.resources if d.name == name)
+        assert isinstance(decl, FragmentDecl)
+        if len(decl.shape) > 2:
+            self.fail(errors.ARG_TYPE, f"only fragments of rank 1 or 2 can be sliced; `{name}` "
+                      f"has rank {len(decl.shape)}", node)
+        parts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(parts) > len(decl.shape):
+            self.fail(errors.ARG_TYPE, f"`{name}` has rank {len(decl.shape)}: at most "
+                      f"{len(decl.shape)} slices", node.slice)
+        extents = (*decl.shape, 1) if len(decl.shape) == 1 else decl.shape
+        windows: list[tuple[Expr, int]] = []
+        for axis, extent in enumerate(extents):
+            part = parts[axis] if axis < len(parts) else None
+            if part is None:
+                windows.append((Const(value=0), extent))
+                continue
+            if not isinstance(part, ast.Slice):
+                self.fail(errors.ARG_TYPE, "index a fragment with slices `a:b` (a sub-tile "
+                          "keeps its rank)", part)
+            assert isinstance(part, ast.Slice)
+            if part.step is not None:
+                self.fail(errors.ARG_TYPE, "a fragment slice has no step", part.step)
+            lower = self.expr(part.lower) if part.lower is not None else Const(value=0)
+            upper = self.expr(part.upper) if part.upper is not None else Const(value=extent)
+            size = static_difference(upper, lower)
+            if size is None or size <= 0:
+                self.fail(errors.ARG_TYPE, "a fragment slice needs a static, positive extent: "
+                          "write `a:a + 32` or `j * 32:(j + 1) * 32`", part)
+            assert size is not None
+            if size > extent or (isinstance(lower, Const) and not
+                                 0 <= lower.value <= extent - size):
+                self.fail(errors.ARG_TYPE, f"slice `{slice_text(lower, size)}` is outside "
+                          f"axis {axis} of `{name}` (extent {extent})", part)
+            windows.append((lower, size))
+        (row0, rows), (col0, cols) = windows
+        return SubTile(row0=row0, rows=rows, col0=col0, cols=cols)
 
     # ---- index expressions ----------------------------------------------------------
 
@@ -1309,7 +1401,8 @@ class _Parser:
 
 
 def walk_statements(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, tuple[For, ...]]]:
-    """Every statement of a body in program order, with its enclosing loops."""
+    """Every statement of a body in program order, with its enclosing loops; the
+    statements of a `with lm.warps(...)` block follow the block itself."""
     out: list[tuple[Stmt, tuple[For, ...]]] = []
 
     def visit(stmts: tuple[Stmt, ...], loops: tuple[For, ...]) -> None:
@@ -1317,6 +1410,8 @@ def walk_statements(body: tuple[Stmt, ...]) -> Iterator[tuple[Stmt, tuple[For, .
             out.append((s, loops))
             if isinstance(s, For):
                 visit(s.body, (*loops, s))
+            elif isinstance(s, Warps):
+                visit(s.body, loops)
 
     visit(body, ())
     yield from out

@@ -31,6 +31,7 @@ from cakegov.ir.nodes import (
     SmemDecl,
     SmemRef,
     Stmt,
+    Warps,
 )
 from cakegov.ir.parse import walk_statements
 from cakegov.lower.fragments import fragment_layouts
@@ -53,7 +54,9 @@ from cakegov.lower.kernel import (
     LoweringError,
     LParam,
     LRole,
+    LSubsetBarrier,
     LWait,
+    free_barrier_ids,
     role_barrier_id,
 )
 from cakegov.lower.layout import smem_layout
@@ -113,6 +116,8 @@ class _Lowerer:
         self.stages = {name: p.stages for name, p in self.pipelines.items()}
         self.roles = {r.name: r for r in schedule.roles}
         self.tx_bytes = self._pipeline_tx_bytes()
+        self.subset: tuple[int, ...] | None = None  # warps of the `lm.warps` block lowered
+        self.subset_ids: dict[tuple[str, tuple[int, ...]], int] = {}
 
     def _pipeline_tx_bytes(self) -> dict[str, int]:
         """Bytes each pipeline's producer loads per iteration into its full barrier: one
@@ -168,12 +173,27 @@ class _Lowerer:
         """The synchronisation of every thread of `role` that the lowering inserts before a
         bulk copy or bulk store (the copy then follows everything the role did) and after
         a bulk-group wait: `bar.sync` on the role's reserved named barrier, or
-        `__syncwarp()` for a one-warp role."""
+        `__syncwarp()` for a one-warp role. Inside `with lm.warps(...)` it synchronises
+        the warps of the subset only (the others do not reach it): `__syncwarp()` for one
+        warp, else a named barrier reserved for the subset."""
         warps = role.warp_stop - role.warp_start
-        if warps <= 1:
-            return LFence(**base, scope="warp", derived=why)
         named = [d.id for d in self.schedule.resources if isinstance(d, NamedBarrierDecl)]
         roles = [(r.name, r.warp_stop - r.warp_start) for r in self.schedule.roles]
+        if self.subset is not None:
+            if len(self.subset) <= 1:
+                return LFence(**base, scope="warp", derived=why)
+            key = (role.name, self.subset)
+            if key not in self.subset_ids:
+                free = free_barrier_ids(named, roles)[len(self.subset_ids):]
+                if not free:
+                    raise LoweringError(f"no hardware named barrier is left to synchronise "
+                                        f"warps {list(self.subset)} of role `{role.name}`")
+                self.subset_ids[key] = free[0]
+            return LNamedSync(**base, barrier=f"warps {_warp_text(self.subset)} of "
+                              f"{role.name}", id=self.subset_ids[key],
+                              threads=32 * len(self.subset), wait=True, derived=why)
+        if warps <= 1:
+            return LFence(**base, scope="warp", derived=why)
         ident = role_barrier_id(named, roles, role.name)
         if ident is None:
             raise LoweringError(f"no hardware named barrier is left to synchronise role "
@@ -182,7 +202,9 @@ class _Lowerer:
                           wait=True, derived=why)
 
     def arrivals(self, role: RoleDecl, per: str) -> int:
-        warps = role.warp_stop - role.warp_start
+        """Arrivals one arrive statement makes: inside `with lm.warps(...)` only the
+        subset's warps arrive."""
+        warps = role.warp_stop - role.warp_start if self.subset is None else len(self.subset)
         return {"role": 1, "warp": warps, "thread": warps * 32}[per]
 
     # ---- statements ------------------------------------------------------------------
@@ -193,7 +215,16 @@ class _Lowerer:
             if isinstance(stmt, For):
                 out.append(LFor(path=stmt.path, span=stmt.span, var=stmt.var,
                                 start=stmt.start, stop=stmt.stop, step=stmt.step,
-                                body=self.body(stmt.body, role)))
+                                body=self.body(stmt.body, role), subset=self.subset))
+            elif isinstance(stmt, Warps):  # its ops carry the subset (LOp.subset)
+                self.subset = stmt.members
+                try:
+                    out.extend(self.body(stmt.body, role))
+                finally:
+                    self.subset = None
+            elif self.subset is not None:
+                out.extend(op.model_copy(update={"subset": self.subset})
+                           for op in self.call(stmt, role))
             else:
                 out.extend(self.call(stmt, role))
         return tuple(out)
@@ -350,6 +381,13 @@ class _Lowerer:
         return tuple(out)
 
 
+def _warp_text(warps: tuple[int, ...]) -> str:
+    step = warps[1] - warps[0] if len(warps) > 1 else 1
+    if warps == tuple(range(warps[0], warps[-1] + 1, step)) and len(warps) > 2:
+        return f"{warps[0]}..{warps[-1]}" + (f" step {step}" if step > 1 else "")
+    return ", ".join(str(w) for w in warps)
+
+
 def lower(schedule: Schedule, effects: Callable[[Call], Effects],
           tensors: Mapping[str, tuple[str, tuple[str, ...]]],
           limits: Mapping[str, Any] | None = None, *,
@@ -444,4 +482,6 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
         params=kernel_params(lw, tensors, outputs, size_names),
         zero_offset=layout.zero_offset,
         zero_bytes=layout.zero_bytes,
+        subset_barriers=tuple(LSubsetBarrier(role=role, warps=warps, id=ident)
+                              for (role, warps), ident in lw.subset_ids.items()),
     )

@@ -136,9 +136,31 @@ class _Emitter:
         lines = self.render("marker.cu.j2", path=op.path, line=op.span.line, what=what)
         return lines + self._op(op, role)
 
+    def ops(self, ops: tuple[LOp, ...], role: LRole,
+            enclosing: tuple[int, ...] | None = None) -> list[str]:
+        """The code of `ops`; each run of ops of one `with lm.warps(...)` block
+        (LOp.subset) goes inside one warp-uniform predicate on the warp's index in its
+        role (`warps.cu.j2`)."""
+        out: list[str] = []
+        i = 0
+        while i < len(ops):
+            subset = ops[i].subset
+            j = i + 1
+            while j < len(ops) and ops[j].subset == subset:
+                j += 1
+            body = [line for op in ops[i:j] for line in self.op(op, role)]
+            if subset is None or subset == enclosing:
+                out += body
+            else:
+                out += self.render("warps.cu.j2", condition=_warp_condition(subset),
+                                   warps=", ".join(str(w) for w in subset), role=role.name,
+                                   first=subset[0], body=body)
+            i = j
+        return out
+
     def _op(self, op: LOp, role: LRole) -> list[str]:
         if isinstance(op, LFor):
-            body = [line for child in op.body for line in self.op(child, role)]
+            body = self.ops(op.body, role, op.subset)
             return self.render("for.cu.j2", var=loop_var(op.var), start=cexpr(op.start),
                                stop=cexpr(op.stop), step=op.step, body=body)
         if isinstance(op, LWait):
@@ -233,7 +255,7 @@ class _Emitter:
                       if role.setmaxnreg else [])
         fragments = [line for f in self.kernel.fragments if f.role == role.name
                      for line in self.fragment(f)]
-        body = [line for op in role.body for line in self.op(op, role)]
+        body = self.ops(role.body, role)
         return "\n".join(self.render(
             "role.cu.j2", name=role.name, warp_start=role.warp_start,
             warp_stop=role.warp_stop, thread_start=role.thread_start,
@@ -312,6 +334,18 @@ class _Emitter:
             cluster_attr=(f" __cluster_dims__({', '.join(str(d) for d in (*k.cluster, 1, 1)[:3])})"
                           if cluster_size(k.cluster) > 1 else ""))
         return text.rstrip("\n") + "\n"
+
+
+def _warp_condition(subset: tuple[int, ...]) -> str:
+    """A warp-uniform test that the warp's index in its role (`cg_rwarp`) is in
+    `subset` (a range, possibly strided, or a list)."""
+    first, last = subset[0], subset[-1]
+    step = subset[1] - first if len(subset) > 1 else 1
+    if subset == tuple(range(first, last + 1, step)):
+        cond = f"cg_rwarp >= {first} && cg_rwarp <= {last}" if len(subset) > 1 \
+            else f"cg_rwarp == {first}"
+        return cond + (f" && (cg_rwarp - {first}) % {step} == 0" if step > 1 else "")
+    return " || ".join(f"cg_rwarp == {w}" for w in subset)
 
 
 def _markers(source: str) -> tuple[SourceMarker, ...]:

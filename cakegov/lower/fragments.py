@@ -88,8 +88,13 @@ def _uses(schedule: Schedule) -> dict[str, set[str]]:
                     value = stmt.args.get(arg)
                     if isinstance(value, FragmentRef):
                         need.setdefault(value.name, set()).add("rows")
-            linked = [v.name for a in SHARED_LAYOUT.get(stmt.primitive, ())
-                      if isinstance(v := stmt.args.get(a), FragmentRef)]
+            refs = [v for a in SHARED_LAYOUT.get(stmt.primitive, ())
+                    if isinstance(v := stmt.args.get(a), FragmentRef)]
+            if len(refs) > 1 and any(v.tile is not None for v in refs):
+                raise LoweringError(f"{stmt.path} (line {stmt.span.line}): a fragment "
+                                    "sub-tile meets another fragment; a sub-tile is copied "
+                                    "to or from shared memory (or stored) only")
+            linked = [v.name for v in refs]
             for other in linked[1:]:
                 group[find(other)] = find(linked[0])
     merged: dict[str, set[str]] = {}

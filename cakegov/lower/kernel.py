@@ -83,6 +83,16 @@ class LNamedBarrier(_Model):
     threads: int
 
 
+class LSubsetBarrier(_Model):
+    """The named barrier the lowering reserves to synchronise the warps of one
+    `with lm.warps(...)` subset of a role among themselves (before a bulk copy or store
+    they issue, after a bulk-group wait): `bar.sync id, 32 x len(warps)`."""
+
+    role: str
+    warps: tuple[int, ...]
+    id: int
+
+
 class LFragLayout(_Model):
     """How a fragment's elements are spread over the threads of its role.
 
@@ -118,6 +128,11 @@ class LFragment(_Model):
 class _Op(_Model):
     path: str  # IR path of the statement this op comes from
     span: Span
+    # The warps of the role that execute the op, counted from the role's first warp
+    # (`with lm.warps(...)`, docs/language.md "Part of a role"); None: every warp. An op
+    # done by one elected thread (`per="role"` arrives, bulk copies and stores, inits) is
+    # done by lane 0 of the first of these warps.
+    subset: tuple[int, ...] | None = None
 
 
 class LCopy(_Op):
@@ -332,6 +347,8 @@ class LoweredKernel(_Model):
     # Zero row that padded loads copy from (offset from the aligned base; 0 bytes: none).
     zero_offset: int = 0
     zero_bytes: int = 0
+    # Named barriers reserved for multi-warp subsets of roles (after the role barriers).
+    subset_barriers: tuple[LSubsetBarrier, ...] = ()
 
     def barrier(self, name: str) -> LBarrier | None:
         return next((b for b in self.barriers if b.name == name), None)
@@ -350,6 +367,14 @@ class LoweredKernel(_Model):
         themselves (`role_barrier_id`)."""
         return role_barrier_id([n.id for n in self.named_barriers],
                                [(r.name, r.warps) for r in self.roles], role)
+
+
+def free_barrier_ids(named_ids: list[int], roles: list[tuple[str, int]]) -> list[int]:
+    """Hardware named-barrier ids left after id 0, the schedule's named barriers and the
+    role barriers (`role_barrier_id`), in increasing order."""
+    taken = {0, *named_ids}
+    free = [i for i in range(1, NAMED_BARRIER_IDS) if i not in taken]
+    return free[sum(1 for _, warps in roles if warps > 1):]
 
 
 def role_barrier_id(named_ids: list[int], roles: list[tuple[str, int]], role: str

@@ -78,7 +78,12 @@ def operand(kernel: LoweredKernel, value: Value, kind: str = "") -> dict[str, An
     if isinstance(value, FragmentRef):
         if kernel.fragment(value.name) is None:
             raise EmitError(f"unknown fragment `{value.name}`")
-        return {"kind": "fragment", "name": value.name, "ref": fragment_var(value.name)}
+        ref = fragment_var(value.name)
+        if value.tile is not None:  # a window of the fragment (runtime `cg::SubTile`)
+            t = value.tile
+            ref = (f"cg::sub_tile<{t.rows}, {t.cols}>({ref}, (int)({cexpr(t.row0)}), "
+                   f"(int)({cexpr(t.col0)}))")
+        return {"kind": "fragment", "name": value.name, "ref": ref}
     if isinstance(value, TensorRef):
         return {"kind": "tensor", "name": value.name, "ref": tensor_ref(kernel, value.name)}
     if isinstance(value, CoordValue):

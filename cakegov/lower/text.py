@@ -31,6 +31,9 @@ def _value(value) -> str:
     kind = value.kind
     if kind == "smem":
         return value.name + (f"[{render(value.stage)}]" if value.stage is not None else "")
+    if kind == "fragment" and value.tile is not None:
+        t = value.tile
+        return (f"{value.name}[{render(t.row0)}:+{t.rows}, {render(t.col0)}:+{t.cols}]")
     if kind in ("fragment", "tensor", "barrier", "named_barrier", "pipeline"):
         return value.name
     if kind == "expr":
@@ -42,6 +45,22 @@ def _value(value) -> str:
     return str(value.value)
 
 
+def _ops(ops: tuple[LOp, ...], depth: int, enclosing: tuple[int, ...] | None
+         ) -> list[str]:
+    """Ops in order; a run of ops of one `with lm.warps(...)` block (LOp.subset) is
+    printed under one `warps [...] of the role only:` head."""
+    out: list[str] = []
+    current = enclosing
+    for op in ops:
+        if op.subset != current:
+            current = op.subset
+            if current is not None and current != enclosing:
+                out.append(f"{INDENT * depth}warps {list(current)} of the role only:")
+        inner = depth + 1 if current is not None and current != enclosing else depth
+        out.extend(_op(op, inner))
+    return out
+
+
 def _op(op: LOp, depth: int) -> list[str]:
     pad = INDENT * depth
     where = f"    # line {op.span.line}"
@@ -49,7 +68,7 @@ def _op(op: LOp, depth: int) -> list[str]:
         step = f", step {op.step}" if op.step != 1 else ""
         head = (f"{pad}for {op.var} in [{render(op.start)}, {render(op.stop)}){step}:"
                 f"{where}")
-        return [head] + [line for child in op.body for line in _op(child, depth + 1)]
+        return [head, *_ops(op.body, depth + 1, op.subset)]
     if isinstance(op, LWait):
         return [f"{pad}wait {op.barrier}[{render(op.index)}] parity {render(op.parity)}"
                 f"    # {op.source}, line {op.span.line}"]
@@ -94,7 +113,7 @@ def _role(role: LRole) -> list[str]:
             else "entry registers" if role.regs is None else f"{role.regs} (= entry)")
     head = (f"role {role.name}: warps [{role.warp_start}, {role.warp_stop}) threads "
             f"[{role.thread_start}, {role.thread_stop}), {regs}")
-    return [head] + [line for op in role.body for line in _op(op, 1)]
+    return [head, *_ops(role.body, 1, None)]
 
 
 def lowered_text(kernel: LoweredKernel) -> str:
@@ -133,6 +152,9 @@ def lowered_text(kernel: LoweredKernel) -> str:
         lines.append(f"{INDENT}zero row @ {k.zero_offset}: {k.zero_bytes} B")
     for n in k.named_barriers:
         lines.append(f"named barrier {n.name}: id {n.id}, {n.threads} threads")
+    for sb in k.subset_barriers:
+        lines.append(f"named barrier id {sb.id}: warps {list(sb.warps)} of role {sb.role}, "
+                     f"{32 * len(sb.warps)} threads (reserved by the lowering)")
     for f in k.fragments:
         lay = f.layout
         if lay is None:

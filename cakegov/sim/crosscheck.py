@@ -15,7 +15,9 @@ Each case is classified by its label (cakegov/corpus/labels.py):
 - `static`: the defect is a resource or encoding limit with no dynamic effect in the
   simulator's model (shared-memory capacity, threads per CTA, register budgets,
   setmaxnreg, cluster size, mma shape, dtypes, bulk-copy alignment, swizzle alignment,
-  the fit of an aliased view in its storage, unknown names and targets): reported as
+  the fit of an aliased view in its storage, a collective instruction inside a
+  `with lm.warps(...)` block (H007: undefined by the ISA, whatever a run happens to
+  show), unknown names and targets): reported as
   "not dynamic", whatever the simulator says;
 - `bound`: labelled P098 (the protocol analysis hit a bound, a verdict of incomplete and
   no claim of a defect): the simulator's outcome is reported, not judged.
@@ -37,8 +39,8 @@ from cakegov.corpus.workloads import Workload
 from cakegov.sim.evidence import simulate_evidence
 from cakegov.sim.state import CORRECT, DEFECT
 
-STATIC_CODES = frozenset({"H001", "H002", "H003", "H004", "N001", "N002", "R001", "R002",
-                          "R003", "R004", "R005", "R006", "R008", "R009", "R010"})
+STATIC_CODES = frozenset({"H001", "H002", "H003", "H004", "H007", "N001", "N002", "R001",
+                          "R002", "R003", "R004", "R005", "R006", "R008", "R009", "R010"})
 BOUND_CODES = frozenset({"P098"})
 
 

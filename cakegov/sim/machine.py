@@ -8,6 +8,8 @@ What runs where follows the lowering (cakegov/lower/kernel.py):
   the role (after the role synchronisation the lowering inserts); an `arrive(per="role")`,
   `arrive_expect_tx` and `mbarrier.init` by lane 0 of that warp; `arrive(per="warp")` by
   lane 0 of every warp; `arrive(per="thread")` by every lane;
+- an op of a `with lm.warps(...)` block (`LOp.subset`) by the warps of the block only,
+  its first warp standing for the role's first warp in the rules above;
 - waits, named barriers, fences and compute primitives by every warp, each for the
   elements its lanes hold (cakegov/sim/placement.py).
 
@@ -38,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from cakegov.analysis.footprint import tile_origin
 from cakegov.analysis.semantics import (
     AsyncGroups,
     BarrierError,
@@ -83,16 +86,25 @@ from cakegov.sim.state import (
 WARP = 32
 
 
-def _walk(ops: tuple[LOp, ...], vars_: dict[str, int], ev: Callable[[Expr, dict], int]
-          ) -> Iterator[tuple[LOp, dict[str, int]]]:
-    """The ops of a role body in program order, loops unrolled lazily."""
+def _walk(ops: tuple[LOp, ...], vars_: dict[str, int], ev: Callable[[Expr, dict], int],
+          rwarp: int = 0) -> Iterator[tuple[LOp, dict[str, int]]]:
+    """The ops of a role body that warp `rwarp` of the role executes, in program order,
+    loops unrolled lazily (the ops of a `with lm.warps(...)` block it is not part of are
+    skipped)."""
     for op in ops:
+        if op.subset is not None and rwarp not in op.subset:
+            continue
         if isinstance(op, LFor):
             start, stop = ev(op.start, vars_), ev(op.stop, vars_)
             for v in range(start, stop, op.step):
-                yield from _walk(op.body, {**vars_, op.var: v}, ev)
+                yield from _walk(op.body, {**vars_, op.var: v}, ev, rwarp)
         else:
             yield op, vars_
+
+
+def _issuer(op: Any) -> int:
+    """The warp of the role that issues an elected op: the first of its block's warps."""
+    return op.subset[0] if op.subset is not None else 0
 
 
 @dataclass
@@ -232,7 +244,7 @@ class Machine:
                 w = Warp(idx, role, rw, self.base + 2 * idx, self.base + 2 * idx + 1,
                          np.zeros(self.width, dtype=np.int64),
                          np.zeros(self.width, dtype=np.int64),
-                         _walk(role.body, {}, self._ev_loop),
+                         _walk(role.body, {}, self._ev_loop, rw),
                          groups={"wgmma": AsyncGroups(), "bulk": AsyncGroups()},
                          inflight={"wgmma": [], "bulk": []})
                 self.warps.append(w)
@@ -418,7 +430,7 @@ class Machine:
         elif isinstance(op, LArrive):
             self.arrive(w, op, vars_, where)
         elif isinstance(op, LCopy):
-            if w.rwarp == 0:
+            if w.rwarp == _issuer(op):
                 self.copy(w, op, vars_, where)
         elif isinstance(op, LNamedSync):
             if self.named_arrive(w, op, where):
@@ -426,7 +438,7 @@ class Machine:
         elif isinstance(op, LFence):
             self.fence(w, op, where)
         elif isinstance(op, LInit):
-            if w.rwarp == 0:
+            if w.rwarp == _issuer(op):
                 self.init(w, op, vars_, where)
         elif isinstance(op, LGroupWait):
             self.group_wait(w, op, where)
@@ -446,9 +458,9 @@ class Machine:
                                 f"(phase {phase} complete)")
 
     def arrive(self, w: Warp, op: LArrive, vars_: dict, where: str) -> None:
-        if op.per == "role" and w.rwarp != 0:
+        if op.per == "role" and w.rwarp != _issuer(op):
             return
-        n = op.arrivals if op.per == "role" else op.arrivals // max(1, w.role.warps)
+        n = WARP if op.per == "thread" else 1  # this warp's arrivals
         target = self if op.cta is None else self.peer(self.eval(op.cta, vars_, op), op)
         sid = target.slot(op.barrier, self.eval(op.index, vars_, op), op)
         s = target.slots[sid]
@@ -655,7 +667,7 @@ class Machine:
         if prim is None or prim.simulate is None:
             raise NotSimulated(f"primitive `{op.primitive}` has no numpy semantics "
                                "(`simulate`)")
-        if op.group == "bulk" and w.rwarp != 0:
+        if op.group == "bulk" and w.rwarp != _issuer(op):
             return
         self.register_hazard(w, op)
         if op.group is not None:
@@ -673,6 +685,8 @@ class Machine:
             self.note(op.span.line, f"{where}: {op.primitive} issued (group {ordinal})")
             return
         text = f"{where}: {op.primitive}"
+        for value in op.args.values():  # a sub-tile outside its fragment: out of bounds
+            self.window(value, vars_, op)
         self.smem_accesses(w, op, vars_, text)
         prim.simulate(op, OpSim(self, w, op, vars_))
         if any(a.collective for a in op.reads):
@@ -705,7 +719,8 @@ class Machine:
                     raise self.defect(OOB, f"line {op.span.line}: stage {stage} of `{a.name}` "
                                       f"is outside its {self.kernel.buffer(a.name).stages} "
                                       "stage(s)", op.span.line)
-                share = self.placement.smem(w.role.name, op.path, i, write, a, w.rwarp)
+                share = self.placement.smem(w.role.name, op.path, i, write, a, w.rwarp,
+                                            self.origin(a, vars_, op))
                 nbytes = self.kernel.buffer(a.name).stage_bytes
                 what = f"{text} {'writes' if write else 'reads'} {a.name} stage {stage}"
                 for t, vc, idx in ((w.z, w.vz, share.lane0), (w.r, w.vr, share.lanes)):
@@ -770,7 +785,8 @@ class Machine:
                     raise self.defect(OOB, f"line {op2.span.line}: stage {stage} of "
                                       f"`{a.name}` is outside its stages", op2.span.line)
                 nbytes = self.kernel.buffer(a.name).stage_bytes
-                share = self.placement.smem(w.role.name, op2.path, i, False, a, w.rwarp)
+                share = self.placement.smem(w.role.name, op2.path, i, False, a, w.rwarp,
+                                            self.origin(a, p.vars, op2))
                 g = self.smem.granules(start, nbytes, None if share.engine else share.warp)
                 self.access(p.agent, p.vc, g, False, a.proxy == "async",
                             f"{text} reads {a.name} stage {stage}", op2.span.line)
@@ -787,21 +803,46 @@ class Machine:
 
     # ---- data ---------------------------------------------------------------------------
 
-    def share(self, w: Warp, op: LCompute, name: str, write: bool) -> np.ndarray:
+    def share(self, w: Warp, op: LCompute, name: str, write: bool,
+              vars_: dict | None = None) -> np.ndarray:
         accesses = op.writes if write else op.reads
         for i, a in enumerate(accesses):
             if a.name == name and a.space == "smem":
-                return self.placement.smem(w.role.name, op.path, i, write, a, w.rwarp).elements
+                return self.placement.smem(w.role.name, op.path, i, write, a, w.rwarp,
+                                           self.origin(a, vars_ or {}, op)).elements
         raise NotSimulated(f"line {op.span.line}: `{op.primitive}` touches `{name}` outside "
                            "its declared effects")
 
-    def read_fragment(self, w: Warp, name: str, op: Any) -> np.ndarray:
+    def origin(self, access: Any, vars_: dict, op: Any) -> tuple[int, int] | None:
+        """The origin of the fragment window an access's spread follows (a sub-tile)."""
+        return tile_origin(access, lambda e: self.eval(e, vars_, op))
+
+    def window(self, value: Any, vars_: dict, op: Any) -> tuple[slice, slice] | None:
+        """The rows and columns of a fragment sub-tile operand (`acc[:, a:b]`), checked
+        against the fragment's extents; None for a whole fragment."""
+        tile = getattr(value, "tile", None)
+        if tile is None:
+            return None
+        rows, cols = self.frags.shapes[value.name]
+        r0, c0 = self.eval(tile.row0, vars_, op), self.eval(tile.col0, vars_, op)
+        if r0 < 0 or c0 < 0 or r0 + tile.rows > rows or c0 + tile.cols > cols:
+            raise self.defect(OOB, f"line {op.span.line}: sub-tile [{r0}:{r0 + tile.rows}, "
+                              f"{c0}:{c0 + tile.cols}] of fragment {value.name} is outside "
+                              f"its {rows} x {cols} elements", op.span.line)
+        return slice(r0, r0 + tile.rows), slice(c0, c0 + tile.cols)
+
+    def read_fragment(self, w: Warp, name: str, op: Any,
+                      window: tuple[slice, slice] | None = None) -> np.ndarray:
         elements = self.placement.fragment(name, w.rwarp)
+        if window is not None:  # only the sub-tile's elements are read
+            inside = np.zeros_like(elements)
+            inside[window] = elements[window]
+            elements = inside
         values, problem = self.frags.read(w.role.name, name, elements)
         if problem:
             raise self.defect(UNINIT, f"line {op.span.line}: {w.name}: {problem}",
                               op.span.line)
-        return values
+        return values if window is None else values[window]
 
     def _view(self, tensor: str) -> tuple[int, int]:
         p = self.kernel.param(tensor)

@@ -77,6 +77,8 @@ class OpSim:
 
     def shape(self, name: str) -> tuple[int, int]:
         v = self.op.args[name]
+        if getattr(v, "tile", None) is not None:  # a fragment sub-tile
+            return v.tile.rows, v.tile.cols
         decl = self.m.kernel.buffer(v.name) if v.kind == "smem" else self.m.kernel.fragment(v.name)
         return view_2d(decl.shape)
 
@@ -87,7 +89,8 @@ class OpSim:
         if v.kind == "smem":
             start = self.m.stage_of(v, self.vars, self.op)
             return self.m.smem.read_tile(v.name, start)
-        return self.m.read_fragment(self.warp, v.name, self.op)
+        return self.m.read_fragment(self.warp, v.name, self.op,
+                                    self.m.window(v, self.vars, self.op))
 
     def put(self, name: str, values: np.ndarray) -> None:
         v = self.op.args[name]
@@ -95,10 +98,17 @@ class OpSim:
         if v.kind == "smem":
             start = self.m.stage_of(v, self.vars, self.op)
             elements = None if self.engine else self.m.share(self.warp, self.op, v.name,
-                                                             write=True)
+                                                             write=True, vars_=self.vars)
             self.m.smem.write_tile(v.name, start, values, elements)
             return
         elements = self.m.placement.fragment(v.name, self.warp.rwarp)
+        window = self.m.window(v, self.vars, self.op)
+        if window is not None:  # a sub-tile: place the values in its window
+            whole = np.zeros(elements.shape, dtype=values.dtype)
+            whole[window] = values
+            inside = np.zeros_like(elements)
+            inside[window] = elements[window]
+            values, elements = whole, inside
         self.m.frags.write(self.warp.role.name, v.name, values, elements)
 
     def store(self, dst: str, at: str, values: np.ndarray, guard: bool, src: str) -> None:
@@ -109,9 +119,14 @@ class OpSim:
             elements = np.ones(values.shape, dtype=bool)
         else:
             v = self.op.args[src]
-            elements = self.m.placement.fragment(v.name, self.warp.rwarp) \
-                if v.kind == "fragment" else self.m.share(self.warp, self.op, v.name,
-                                                          write=False)
+            if v.kind == "fragment":
+                elements = self.m.placement.fragment(v.name, self.warp.rwarp)
+                window = self.m.window(v, self.vars, self.op)
+                if window is not None:
+                    elements = elements[window]
+            else:
+                elements = self.m.share(self.warp, self.op, v.name, write=False,
+                                        vars_=self.vars)
         self.m.write_global(tensor, row, col, values, elements, guard, self.op)
 
     # ---- bulk copies (load) -------------------------------------------------------------

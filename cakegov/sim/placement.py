@@ -67,15 +67,16 @@ class Placement:
         return self._cache[key].elements
 
     def smem(self, role: str, path: str, index: int, write: bool, access: Access,
-             warp: int) -> Share:
-        """Warp `warp`'s share of shared-memory access `index` of the op at `path`."""
-        key = ("smem", path, index, write, warp)
+             warp: int, origin: tuple[int, int] | None = None) -> Share:
+        """Warp `warp`'s share of shared-memory access `index` of the op at `path`
+        (`origin`: of the fragment sub-tile the access follows, when it does)."""
+        key = ("smem", path, index, write, warp, origin)
         if key in self._cache:
             return self._cache[key]
         buf = self.kernel.buffer(access.name)
         assert buf is not None
         shape = view_2d(buf.shape)
-        fp: Footprint = self.fp.of(role, path, index, write, access)
+        fp: Footprint = self.fp.of(role, path, index, write, access, origin)
         if fp.who == ENGINE:
             share = Share(np.ones(shape, dtype=bool), None, None, engine=True)
         elif fp.who == ALL or fp.pairs is None:

@@ -6,7 +6,9 @@ the smallest one; tiles are counted on the index space compressed to their bound
 so the cost grows with the number of tiles, not with the output's size), it evaluates the
 launch grid, every CTA's index (`lm.block(axis)`), every value of the loops around each
 store and the store's `at` coordinates, and counts with numpy how often each element of
-each output tensor (`lm.store`, bulk `store_async`) is written, tile by tile. It reports:
+each output tensor (`lm.store`, bulk `store_async`) is written, tile by tile (a store's
+tile has its source's shape; a fragment sub-tile `acc[:, a:b]` stores its window). It
+reports:
 - an output no role stores at all: at the schedule;
 - elements written 0 times (a hole): at `lm.launch` when a larger grid along the axes
   the stores use would cover them (the grid is too small, e.g. `M // BM` instead of
@@ -47,10 +49,11 @@ from cakegov.analysis.grid import (
 )
 from cakegov.ir.expr import EvalError
 from cakegov.ir.nodes import BoolValue, CoordValue, ExprValue
+from cakegov.plugin import operand_shape
 
 CODE = "P017"
 NAME = "grid-coverage"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SEVERITY = "blocking"
 PHASE = "final"  # after the protocol rules: a hole their finding explains is not a second
 CATEGORY = "protocol"
@@ -78,8 +81,7 @@ def _stores(ctx):
         tensors = [a.name for a in ctx.effects(call).writes if a.space == "global"]
         if not tensors or not isinstance(at, CoordValue) or src is None:
             continue
-        decl = ctx.decl(getattr(src, "name", ""))
-        shape = tuple(getattr(decl, "shape", ()))
+        shape = tuple(operand_shape(src, ctx.view)) if hasattr(src, "name") else ()
         if len(shape) != len(at.items):
             continue
         out.append(Store(call.path, call.span.line, site.role.name, tensors[0], at.items,

@@ -7,9 +7,13 @@ rule checks, for every declaration:
   `__syncthreads`; sm_90a has ids 0..15);
 - the thread count is a positive multiple of 32 and at most the launch's threads;
 - two declarations with the same id declare the same thread count;
-- the threads of the roles that use the barrier (through `nb.sync()` or `nb.arrive()`),
-  32 x warps of each such role, add up to the declared count: every warp of a role runs
-  the role's body, so all of them participate.
+- the threads that use the barrier (through `nb.sync()` or `nb.arrive()`) add up to the
+  declared count: 32 x the warps of each using role that reach a use, which is every
+  warp of the role, or only the warps of the `with lm.warps(...)` block the uses sit in
+  (FlashAttention-3's producer warp joins `QueryEmpty` with `NumMmaThreads + 32`). When
+  one role reaches the barrier with different sets of warps at different uses, which
+  warps meet in which instance is a question of the protocol: the rule leaves it to the
+  exploration (P015 named-barrier-deadlock).
 
 ## Why is this bad?
 The hardware barrier completes when `t` threads have arrived. With fewer participants
@@ -37,7 +41,7 @@ from cakegov.ir.nodes import NamedBarrierDecl
 
 CODE = "R007"
 NAME = "named-barrier-usage"
-VERSION = "1.0.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
 CATEGORY = "resources"
 STATUS = "stable"
@@ -47,15 +51,27 @@ _USES = ("sync", "bar_arrive")
 
 
 def _users(ctx, names):
-    """Roles that sync or arrive on any of the named barriers `names`, in schedule order."""
-    users = {}
+    """The roles that sync or arrive on any of the named barriers `names`, in schedule
+    order, each with the role-relative warps that reach its uses; None when a role
+    reaches them with different warps at different uses."""
+    users: dict[str, set[tuple[int, ...]]] = {}
     for site in ctx.calls():
         refs = {v.name for v in site.call.args.values()
                 if getattr(v, "kind", None) == "named_barrier"}
         if any(b.op in _USES and b.barrier in refs & names
                for b in ctx.effects(site.call).barriers):
-            users[site.role.name] = site.role
-    return [r for r in ctx.schedule.roles if r.name in users]
+            users.setdefault(site.role.name, set()).add(site.warps)
+    if any(len(sets) > 1 for sets in users.values()):
+        return None
+    return [(r, next(iter(users[r.name]))) for r in ctx.schedule.roles if r.name in users]
+
+
+def _who(role, warps):
+    every = len(warps) == role.warp_stop - role.warp_start
+    if every:
+        return f"`{role.name}` {32 * len(warps)}"
+    which = "warp" if len(warps) == 1 else "warps"
+    return f"`{role.name}` ({which} {', '.join(str(w) for w in warps)}) {32 * len(warps)}"
 
 
 def _bad_id(ctx, decl, decls, low, high):
@@ -101,19 +117,20 @@ def _bad_threads(ctx, decl, launch):
     return None
 
 
-def _mismatch(ctx, decl, roles):
-    total = sum(32 * len(r.warps) for r in roles)
-    parts = " + ".join(f"`{r.name}` {32 * len(r.warps)}" for r in roles)
+def _mismatch(ctx, decl, users):
+    total = sum(32 * len(w) for _, w in users)
+    parts = " + ".join(_who(r, w) for r, w in users)
     return ctx.finding(
         decl,
         f"named barrier `{decl.name}` (id {decl.id}) is declared for {decl.threads} threads "
-        f"but the roles that use it have {total}: {parts}",
-        condition=f"threads {decl.threads} == sum of 32 x warps of the using roles {total}",
-        hint=f"declare `threads={total}`, or let only roles with {decl.threads} threads in "
-             f"total sync or arrive on `{decl.name}`",
+        f"but the warps that use it have {total}: {parts}",
+        condition=f"threads {decl.threads} == 32 x the warps that sync or arrive on it "
+                  f"{total}",
+        hint=f"declare `threads={total}`, or let only warps with {decl.threads} threads in "
+             f"total sync or arrive on `{decl.name}` (`with lm.warps(...)` for part of a "
+             "role)",
         resource=decl.name,
-        evidence={"threads": decl.threads, "users": {r.name: 32 * len(r.warps)
-                                                     for r in roles}},
+        evidence={"threads": decl.threads, "users": {r.name: 32 * len(w) for r, w in users}},
     )
 
 
@@ -150,6 +167,8 @@ def check(ctx):
     for bar_id, first in first_of.items():
         if bar_id in broken:
             continue
-        roles = _users(ctx, {d.name for d in decls if d.id == bar_id})
-        if roles and sum(32 * len(r.warps) for r in roles) != first.threads:
-            yield _mismatch(ctx, first, roles)
+        users = _users(ctx, {d.name for d in decls if d.id == bar_id})
+        if users is None:  # different warps at different uses: the exploration decides
+            continue
+        if users and sum(32 * len(w) for _, w in users) != first.threads:
+            yield _mismatch(ctx, first, users)

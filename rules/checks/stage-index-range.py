@@ -1,4 +1,5 @@
-"""Stage indices of shared-memory views and raw mbarriers must stay inside the declared stages.
+"""Stage indices of shared-memory views and raw mbarriers, and the windows of fragment
+sub-tiles, must stay inside what was declared.
 
 ## What it does
 - For every stage-indexed shared-memory view (`a_s[k % S]`) and raw mbarrier
@@ -9,12 +10,18 @@
 - Every buffer of a pipeline must have the pipeline's number of stages; a mismatch is
   reported at the pipeline declaration (uses through `ring.stage(k)` are then not reported
   again).
+- A fragment sub-tile (`acc[:, j * 32:(j + 1) * 32]`) whose origin depends on loop
+  variables is bounded the same way: its rows and columns must stay inside the
+  fragment's for every iteration (a constant origin out of range is already an input
+  error, E103).
 
 ## Why is this bad?
 An index past the last stage addresses the next buffer (or the mbarriers that follow the
 buffers in the layout): the copy overwrites data another role is reading, or an arrive
 lands on the wrong barrier. The result is a race or a deadlock that depends on the
-iteration count, so it often survives small tests.
+iteration count, so it often survives small tests. A sub-tile past the fragment's edge
+reads or writes registers the fragment does not have: the emitted predicate selects no
+element there, so the staging buffer keeps stale data and the output is silently wrong.
 
 ## Failing example
 `corpus/invalid/gemm/pipeline_buffer_stages.cake`:
@@ -30,11 +37,20 @@ ring = lm.pipeline(stages=4, buffers=[a_s, b_s], producer=loader, consumer=math)
 """
 
 from cakegov.ir.expr import EvalError, StageOf, render
-from cakegov.ir.nodes import BarrierRef, MBarrierDecl, PipelineDecl, SmemDecl, SmemRef
+from cakegov.ir.nodes import (
+    BarrierRef,
+    FragmentDecl,
+    FragmentRef,
+    MBarrierDecl,
+    PipelineDecl,
+    SmemDecl,
+    SmemRef,
+)
+from cakegov.lower.fragments import view_2d
 
 CODE = "H006"
 NAME = "stage-index-range"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -123,11 +139,46 @@ def _index_text(ctx, value, index):
     return render(index)
 
 
+def _tile_finding(ctx, site, value):
+    """A fragment sub-tile whose window leaves the fragment for some iteration."""
+    decl = ctx.decl(value.name)
+    if not isinstance(decl, FragmentDecl):
+        return None
+    tile = value.tile
+    rows, cols = view_2d(decl.shape)
+    for axis, origin, size, extent in (("row", tile.row0, tile.rows, rows),
+                                       ("column", tile.col0, tile.cols, cols)):
+        try:
+            found = ctx.value_range(origin, site.loops)
+        except EvalError:
+            continue
+        if found is None or (found[0] >= 0 and found[1] + size <= extent):
+            continue
+        lo, hi = found
+        return ctx.finding(
+            site.call, f"sub-tile `{ctx.spelling(value) or value.name}` of fragment "
+            f"`{decl.name}` ({rows} x {cols}) starts at {axis} `{render(origin)}` = "
+            f"{lo}..{hi} and spans {size} {axis}s: {axis}s up to {hi + size - 1} are "
+            f"outside 0..{extent - 1}",
+            condition=f"0 <= {axis} origin and origin + {size} <= {extent} for every "
+                      "iteration and check shape",
+            hint=f"bound the loop so that the window ends at {axis} {extent}, or shift it",
+            resource=decl.name, role=site.role.name, span=value.span,
+            evidence={"extent": extent, "size": size, "origin_range": [lo, hi]},
+        )
+    return None
+
+
 def check(ctx):
     for pipe in ctx.decls(PipelineDecl):
         yield from _pipeline_findings(ctx, pipe)
     for site in ctx.calls():
         for value in site.call.args.values():
+            if isinstance(value, FragmentRef) and value.tile is not None:
+                finding = _tile_finding(ctx, site, value)
+                if finding is not None:
+                    yield finding
+                continue
             if isinstance(value, SmemRef):
                 decl, kind = ctx.decl(value.name), "smem"
                 if not isinstance(decl, SmemDecl):

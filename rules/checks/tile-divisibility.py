@@ -30,10 +30,11 @@ lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)
 
 from cakegov.ir.expr import Const
 from cakegov.ir.nodes import BoolValue, ExprValue, FragmentDecl, SmemDecl
+from cakegov.plugin import operand_shape
 
 CODE = "H005"
 NAME = "tile-divisibility"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -114,8 +115,9 @@ def check(ctx):
             tile = call.args[tile_arg].name
             decl = ctx.decl(tile)
             dims = ctx.view.tensor_dims(tensor)
-            if not isinstance(decl, SmemDecl | FragmentDecl) or len(dims) != len(decl.shape):
+            shape = operand_shape(call.args[tile_arg], ctx.view)  # a sub-tile: its window
+            if not isinstance(decl, SmemDecl | FragmentDecl) or len(dims) != len(shape):
                 continue
-            for size, extent in zip(dims, decl.shape, strict=True):
+            for size, extent in zip(dims, shape, strict=True):
                 if extent > 1 and not _guaranteed(ctx.schedule, size, extent):
                     yield _finding(ctx, site, tensor, tile, size, extent, flag)

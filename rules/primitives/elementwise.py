@@ -1,19 +1,24 @@
 """Elementwise operation `dst = op(src)` over one tile.
 
 `op` is one of `copy`, `scale` (`alpha * src`), `add` (`src + alpha`), `relu`, `exp` and
-`cast` (convert to the dtype of `dst`). `dst` and `src` have the same shape."""
+`cast` (convert to the dtype of `dst`). `dst` and `src` have the same shape. Either may
+be a sub-tile of a fragment (`acc[:, j * 32:(j + 1) * 32]`) when the other is a
+shared-memory tile: the epilogue of a sub-tiled store copies one window of the
+accumulator into a small staging buffer."""
 
 import numpy as np
 
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape, spread_by
 
 NAME = "elementwise"
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 SPELLING = "lm.elementwise"
 CATEGORY = "compute"
 ARGS = (
-    Arg("dst", "operand", "destination tile"),
-    Arg("src", "operand", "source tile"),
+    Arg("dst", "operand", "destination tile (a fragment sub-tile `acc[:, a:b]` too)",
+        sliceable=True),
+    Arg("src", "operand", "source tile (a fragment sub-tile `acc[:, a:b]` too)",
+        sliceable=True),
     Arg("op", "enum", "the operation", choices=("copy", "scale", "add", "relu", "exp",
                                                 "cast")),
     Arg("alpha", "float", "scalar for `scale` and `add`", required=False, default=1.0),

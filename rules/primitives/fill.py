@@ -5,11 +5,12 @@ import numpy as np
 from cakegov.plugin import Arg, Effects, access
 
 NAME = "fill"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.fill"
 CATEGORY = "compute"
 ARGS = (
-    Arg("dst", "operand", "tile to fill"),
+    Arg("dst", "operand", "tile to fill (a fragment sub-tile `acc[:, a:b]` too)",
+        sliceable=True),
     Arg("value", "float", "the value"),
 )
 

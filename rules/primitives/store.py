@@ -7,13 +7,14 @@ lie inside the tensor for every CTA."""
 from cakegov.plugin import Arg, Effects, access, elements, operand_shape
 
 NAME = "store"
-VERSION = "1.2.0"
+VERSION = "1.3.0"
 SPELLING = "lm.store"
 CATEGORY = "memory"
 ARGS = (
     Arg("dst", "tensor", "global tensor to write"),
     Arg("at", "coord", "element coordinates of the tile origin in `dst`"),
-    Arg("src", "operand", "register fragment or shared-memory stage holding the tile"),
+    Arg("src", "operand", "register fragment (or a sub-tile `acc[:, a:b]` of one) or "
+        "shared-memory stage holding the tile", sliceable=True),
     Arg("mask", "bool", "bounds-check every element against `dst` (tail strategy)",
         required=False, default=False),
 )

@@ -1,0 +1,30 @@
+"""The per-warpgroup elected release of elected_release_per_warpgroup_s4.cake without the
+warpgroup barriers before it: lane 0 of warps 0 and 4 hands the stage back while warps
+1-3 and 5-7 of the role may still be reading it with `mma.sync` (an arrive carries only
+what the arriving thread did), so the loader can refill the stage under them."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_elected_release_per_warpgroup(lm, A, B, C):
+    BM, BN, BK, S = 128, 128, 64, 4
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=12)
+    a_s = lm.smem("bf16", (BM, BK), stages=S, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=S, swizzle="128B")
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count=2, stages=S)                   # one arrival per math warpgroup
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with loader:
+        with lm.warps(0, 1):
+            for k in lm.range(0, lm.cdiv(lm.K, BK)):
+                empty[k % S].wait(parity=(k // S + 1) % 2)
+                full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+                a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
+                b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True)
+    with math:
+        for k in lm.range(0, lm.cdiv(lm.K, BK)):
+            full[k % S].wait(parity=(k // S) % 2)
+            lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, init=(k == 0))
+            with lm.warps(0, 8, 4):
+                empty[k % S].arrive()  # expect: P011
+        lm.store(C, at=(m0, n0), src=acc, mask=True)

@@ -1,0 +1,33 @@
+"""The per-warpgroup elected release of rows_elected_release_2wg.cake without the warpgroup
+barriers: lane 0 of warps 0 and 4 hands the stage back while the other six warps of the
+role may still read their rows of it, so the loader can overwrite them."""
+@cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 64})
+def softmax_rows_elected_release_2wg(lm, X, Y):
+    BR, TILES = 256, 4
+    lm.launch(grid=(lm.cdiv(lm.M, BR * TILES),), warps=12)
+    x_s = lm.smem("f32", (BR, 64), stages=2)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    mx = lm.fragment("f32", (BR,), role=math)
+    sm = lm.fragment("f32", (BR,), role=math)
+    e = lm.fragment("f32", (BR, 64), role=math)
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math,
+                       empty_count=2)                        # one release per warpgroup
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        with lm.warps(0, 1):
+            for t in lm.range(0, TILES):
+                ring.acquire(t)
+                x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t),
+                                        pad=True)
+    with math:
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.reduce(mx, x_s[ring.stage(t)], op="max", axis=1)    # row max
+            lm.rowwise(e, x_s[ring.stage(t)], mx, op="sub")       # x - max: last read
+            with lm.warps(0, 8, 4):
+                ring.release(t)  # expect: P011
+            lm.elementwise(e, e, op="exp")
+            lm.reduce(sm, e, op="sum", axis=1)
+            lm.rowwise(e, e, sm, op="div")
+            lm.store(Y, at=(r0 + t * BR, 0), src=e, mask=True)
