@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cakegov.analysis import cluster
+from cakegov.analysis import ctas as cta_classes
 from cakegov.analysis.execute import Anomaly, Outcome, execute
 from cakegov.analysis.footprint import Footprints
 from cakegov.analysis.program import Builder, Program, UnrollError
@@ -29,6 +30,7 @@ from cakegov.ir.expr import (
     Expr,
     evaluate,
     free_symbols,
+    step_expr,
 )
 from cakegov.lower.kernel import LArrive, LCompute, LCopy, LFor, LInit, LOp, LoweredKernel, LWait
 
@@ -93,7 +95,7 @@ def _all_exprs(kernel: LoweredKernel) -> list[Expr]:
     def visit(ops: tuple[LOp, ...]) -> None:
         for op in ops:
             if isinstance(op, LFor):
-                out.extend((op.start, op.stop))
+                out.extend((op.start, op.stop, step_expr(op.step)))
                 visit(op.body)
             elif isinstance(op, LWait):
                 out.extend((op.index, op.parity))
@@ -118,18 +120,10 @@ def _protocol_exprs(kernel: LoweredKernel) -> list[Expr]:
     def visit(ops: tuple[LOp, ...]) -> None:
         for op in ops:
             if isinstance(op, LFor):
-                out.extend((op.start, op.stop))
+                out.extend((op.start, op.stop, step_expr(op.step)))
                 visit(op.body)
-            elif isinstance(op, LWait):
-                out.extend((op.index, op.parity))
-            elif isinstance(op, LArrive):
-                out.extend((op.index, op.tx))
-            elif isinstance(op, LCopy):
-                out.extend((op.stage, op.barrier_index))
-            elif isinstance(op, LInit):
-                out.append(op.index)
-            elif isinstance(op, LCompute):
-                out.extend(a.stage for a in (*op.reads, *op.writes) if a.stage is not None)
+            else:
+                out.extend(cta_classes.protocol_exprs(op))
 
     for role in kernel.roles:
         visit(role.body)
@@ -171,11 +165,34 @@ def ragged(kernel: LoweredKernel, shape: Mapping[str, int]) -> dict[str, int] | 
 
 def ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int, int]]:
     """The CTAs to analyse: block (0, 0, 0) when nothing the protocol does depends on the
-    block index; else the first, the second-to-last and the last along each grid axis."""
+    block index; else one CTA of every class of CTAs (of clusters) whose protocol is the
+    same (cakegov/analysis/ctas.py), the first, the second-to-last and the last along each
+    grid axis representing their classes; past its bounds, just those."""
     depends = any(s.startswith("block:") for e in _protocol_exprs(kernel)
                   for s in free_symbols(e))
     if not depends:
         return [(0, 0, 0)]
+    sample = edge_ctas(kernel, sizes)
+    found = cta_classes.classes(kernel, sizes, sample,
+                                kernel.cluster if cluster.cross_cta(kernel) else None)
+    return sample if found is None else found
+
+
+def classified(kernel: LoweredKernel, sizes: Mapping[str, int]) -> bool:
+    """Are the CTAs of `ctas` every class (not a sample past the bounds)?"""
+    depends = any(s.startswith("block:") for e in _protocol_exprs(kernel)
+                  for s in free_symbols(e))
+    if not depends:
+        return True
+    try:
+        cta_classes.signatures(kernel, sizes)
+    except (cta_classes.TooLarge, EvalError):
+        return False
+    return True
+
+
+def edge_ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int, int]]:
+    """The first, the second-to-last and the last CTA along each grid axis."""
     dims = []
     env = Env(sizes=sizes)
     for axis in range(3):

@@ -193,7 +193,7 @@ class _Lowerer:
             if isinstance(stmt, For):
                 out.append(LFor(path=stmt.path, span=stmt.span, var=stmt.var,
                                 start=stmt.start, stop=stmt.stop, step=stmt.step,
-                                body=self.body(stmt.body, role)))
+                                body=self.body(stmt.body, role), counter=stmt.counter))
             else:
                 out.extend(self.call(stmt, role))
         return tuple(out)

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cakegov.ir.expr import BinOp, Const, Expr
+from cakegov.ir.expr import BinOp, Const, Counter, Expr
 from cakegov.ir.nodes import Span, Value
 from cakegov.lower.layout import MBARRIER_BYTES
 from cakegov.plugin import Access
@@ -255,12 +255,17 @@ class LCompute(_Op):
 
 
 class LFor(_Op):
+    """A counted loop; `step` is static or an expression over sizes and the grid (a
+    grid-stride tile loop); `counter`: the running counter it advances after each
+    iteration (cakegov/ir/persistent.py)."""
+
     kind: Literal["for"] = "for"
     var: str
     start: Expr
     stop: Expr
-    step: int
+    step: int | Expr
     body: tuple[LOp, ...]
+    counter: str | None = None
 
 
 LOp = Annotated[
@@ -366,3 +371,30 @@ def role_barrier_id(named_ids: list[int], roles: list[tuple[str, int]], role: st
         return None
     index = multi.index(role)
     return free[index] if index < len(free) else None
+
+
+def counters_used(ops: tuple[LOp, ...]) -> list[str]:
+    """The running counters (cakegov/ir/persistent.py) a role body advances or reads, in
+    order of first appearance: each is one `int` of the role."""
+    out: dict[str, None] = {}
+
+    def visit(value: object) -> None:
+        if isinstance(value, Counter):
+            out.setdefault(value.name, None)
+        elif isinstance(value, LFor):
+            if value.counter:
+                out.setdefault(value.counter, None)
+            for name in type(value).model_fields:
+                visit(getattr(value, name))
+        elif isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                visit(getattr(value, name))
+        elif isinstance(value, tuple | list):
+            for item in value:
+                visit(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+
+    visit(ops)
+    return list(out)

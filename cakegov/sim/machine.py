@@ -60,6 +60,7 @@ from cakegov.lower.kernel import (
     LoweredKernel,
     LRole,
     LWait,
+    counters_used,
 )
 from cakegov.sim.memory import Fragments, GlobalMemory, SharedMemory
 from cakegov.sim.ops import OpSim
@@ -83,14 +84,23 @@ from cakegov.sim.state import (
 WARP = 32
 
 
-def _walk(ops: tuple[LOp, ...], vars_: dict[str, int], ev: Callable[[Expr, dict], int]
-          ) -> Iterator[tuple[LOp, dict[str, int]]]:
-    """The ops of a role body in program order, loops unrolled lazily."""
+def _walk(ops: tuple[LOp, ...], vars_: dict[str, int], ev: Callable[[Expr, dict], int],
+          counters: dict[str, int] | None = None) -> Iterator[tuple[LOp, dict[str, int]]]:
+    """The ops of a role body in program order, loops unrolled lazily. `counters`: the
+    role's running counters (cakegov/ir/persistent.py), advanced after each iteration of
+    a loop that names them and visible to the ops with the loop variables."""
     for op in ops:
         if isinstance(op, LFor):
             start, stop = ev(op.start, vars_), ev(op.stop, vars_)
-            for v in range(start, stop, op.step):
-                yield from _walk(op.body, {**vars_, op.var: v}, ev)
+            step = op.step if isinstance(op.step, int) else ev(op.step, vars_)
+            if step <= 0:
+                raise NotSimulated(f"{op.path}: the loop step {step} is not positive")
+            for v in range(start, stop, step):
+                yield from _walk(op.body, {**vars_, op.var: v}, ev, counters)
+                if op.counter and counters is not None:
+                    counters[op.counter] += 1
+        elif counters:
+            yield op, {**vars_, **counters}
         else:
             yield op, vars_
 
@@ -232,7 +242,8 @@ class Machine:
                 w = Warp(idx, role, rw, self.base + 2 * idx, self.base + 2 * idx + 1,
                          np.zeros(self.width, dtype=np.int64),
                          np.zeros(self.width, dtype=np.int64),
-                         _walk(role.body, {}, self._ev_loop),
+                         _walk(role.body, {}, self._ev_loop,
+                               dict.fromkeys(counters_used(role.body), 0)),
                          groups={"wgmma": AsyncGroups(), "bulk": AsyncGroups()},
                          inflight={"wgmma": [], "bulk": []})
                 self.warps.append(w)
