@@ -224,6 +224,15 @@ def classes(kernel: LoweredKernel, sizes: Mapping[str, int],
     """One CTA of every class of CTAs (of clusters, with `cluster`) whose protocol is the
     same, or None past the bounds. A class is represented by its first CTA in `prefer`
     if any, else by its lowest CTA; CTAs of `prefer` come first, in their order."""
+    found = classify(kernel, sizes, prefer, cluster)
+    return None if found is None else [cta for cta, _ in found]
+
+
+def classify(kernel: LoweredKernel, sizes: Mapping[str, int],
+             prefer: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+             cluster: tuple[int, ...] | None = None
+             ) -> list[tuple[tuple[int, int, int], bytes]] | None:
+    """`classes` with each class's key: equal keys (of any sizes) mean equal programs."""
     try:
         sig = signatures(kernel, sizes)
     except (TooLarge, EvalError):
@@ -258,5 +267,5 @@ def classes(kernel: LoweredKernel, sizes: Mapping[str, int],
             seen[k] = i
             if len(seen) == len(wanted):
                 break
-    reps = list(seen.values())
-    return [(i % dims[0], (i // dims[0]) % dims[1], i // (dims[0] * dims[1])) for i in reps]
+    return [((i % dims[0], (i // dims[0]) % dims[1], i // (dims[0] * dims[1])), k)
+            for k, i in seen.items()]

@@ -172,10 +172,20 @@ def ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int
                   for s in free_symbols(e))
     if not depends:
         return [(0, 0, 0)]
+    return [cta for cta, _ in keyed_ctas(kernel, sizes)]
+
+
+def keyed_ctas(kernel: LoweredKernel, sizes: Mapping[str, int]
+               ) -> list[tuple[tuple[int, int, int], bytes | None]]:
+    """`ctas` with the key of each one's class (None: not classified): CTAs of equal keys,
+    of any sizes, unroll into equal programs, so one execution decides them all."""
+    if not any(s.startswith("block:") for e in _protocol_exprs(kernel)
+               for s in free_symbols(e)):
+        return [((0, 0, 0), None)]
     sample = edge_ctas(kernel, sizes)
-    found = cta_classes.classes(kernel, sizes, sample,
-                                kernel.cluster if cluster.cross_cta(kernel) else None)
-    return sample if found is None else found
+    found = cta_classes.classify(kernel, sizes, sample,
+                                 kernel.cluster if cluster.cross_cta(kernel) else None)
+    return [(c, None) for c in sample] if found is None else found
 
 
 def classified(kernel: LoweredKernel, sizes: Mapping[str, int]) -> bool:
@@ -230,8 +240,15 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
                 all_shapes.append(s)
     seen: set[int] = set()
     found: dict[tuple, Anomaly] = {}
-    pairs = only if only is not None else [(s, c) for s in all_shapes for c in ctas(kernel, s)]
-    for sizes, cta in pairs:
+    pairs: list[tuple[dict[str, int], tuple[int, int, int], bytes | None]] = \
+        [(s, c, None) for s, c in only] if only is not None else \
+        [(s, c, k) for s in all_shapes for c, k in keyed_ctas(kernel, s)]
+    classes: set[bytes] = set()
+    for sizes, cta, key in pairs:
+        if key is not None:  # a class of CTAs already executed (for other sizes)
+            if key in classes:
+                continue
+            classes.add(key)
         if len(result.runs) >= bounds.max_runs:
             result.incomplete.append(f"more than {bounds.max_runs} distinct programs "
                                      "(shapes x CTAs)")
