@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cakegov.analysis.footprint import ENGINE, Footprint, Footprints
-from cakegov.ir.expr import Env, EvalError, Expr, evaluate, step_expr
+from cakegov.ir.expr import Env, EvalError, Expr, compile_expr, evaluate, step_expr
 from cakegov.lower.kernel import (
     LArrive,
     LCompute,
@@ -211,6 +211,8 @@ class Builder:
         self.slot_count: list[int] = []
         self.slot_manual: list[bool] = []
         self._counters: dict[str, int] = {}
+        self._compiled: dict[int, object] = {}
+        self._keep: list[Expr] = []
         for bar in kernel.barriers:
             for i in range(bar.stages):
                 self.slot_ids[(bar.name, i)] = len(self.slots)
@@ -329,8 +331,16 @@ class Builder:
         return program
 
     def _eval(self, expr: Expr, env: Env, path: str) -> int:
+        fn = self._compiled.get(id(expr))
+        if fn is None:  # compiled once per expression of the kernel (a hot path)
+            try:
+                fn = compile_expr(expr)
+            except EvalError:
+                fn = lambda s, v, b, e=expr: evaluate(e, Env(sizes=s, vars=v, blocks=b))  # noqa: E731
+            self._compiled[id(expr)] = fn
+            self._keep.append(expr)  # the id stays this expression's while it is cached
         try:
-            return evaluate(expr, env)
+            return fn(env.sizes, env.vars, env.blocks)
         except EvalError as exc:
             raise UnrollError(f"{path}: {exc}") from None
 

@@ -302,10 +302,11 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
     except UnrollError as exc:
         result.incomplete.append(f"cannot unroll for {where}, CTA {cta}: {exc}")
         return None
-    key = hash(program.signature())
-    if key in seen:
-        return None
-    seen.add(key)
+    if not clustered:  # cluster.build deduplicated the cluster by its CTAs' signatures
+        key = hash(program.signature())
+        if key in seen:
+            return None
+        seen.add(key)
     outcome = execute(program, fp, 4 * bounds.max_events)
     spliced = bool(cut)
     if spliced and outcome.anomalies:

@@ -257,3 +257,44 @@ def render(expr: Expr) -> str:
 def step_expr(step: int | Expr) -> Expr:
     """A loop's step as an expression (a static step is an `int` in the IR)."""
     return Const(value=step) if isinstance(step, int) else step
+
+
+def compile_expr(expr: Expr):
+    """`expr` as a Python function of (sizes, vars, blocks) with `evaluate`'s semantics
+    (Python's floor division and modulo; an unbound symbol or a zero divisor raises
+    EvalError), for loops that evaluate one expression many times. `ring.stage` must be
+    resolved first (the lowered kernel has none)."""
+    names: dict[str, object] = {"_min": min, "_max": max, "_cdiv": _cdiv}
+
+    def spell(e: Expr) -> str:
+        match e:
+            case Const(value=v):
+                return repr(v)
+            case Size(name=n):
+                return f"S[{n!r}]"
+            case Block(axis=a):
+                return f"B[{a}]"
+            case Var(name=n) | Counter(name=n):
+                return f"V[{n!r}]"
+            case BinOp(op=op, lhs=lhs, rhs=rhs) if op in ("min", "max", "cdiv"):
+                return f"_{op}({spell(lhs)}, {spell(rhs)})"
+            case BinOp(op=op, lhs=lhs, rhs=rhs):
+                return f"({spell(lhs)} {op} {spell(rhs)})"
+            case Compare(op=op, lhs=lhs, rhs=rhs):
+                return f"int({spell(lhs)} {op} {spell(rhs)})"
+        raise EvalError(f"cannot compile {e!r}")
+
+    code = compile(f"lambda S, V, B: {spell(expr)}", "<expr>", "eval")
+    # the text holds only integer literals, repr()-quoted names and the operators above
+    fn = eval(code, names)
+
+    def run(sizes: Mapping[str, int], vars_: Mapping[str, int],
+            blocks: Mapping[int, int]) -> int:
+        try:
+            return fn(sizes, vars_, blocks)
+        except ZeroDivisionError:
+            raise EvalError("division by zero") from None
+        except KeyError:
+            return evaluate(expr, Env(sizes=sizes, vars=vars_, blocks=blocks))  # names it
+
+    return run
