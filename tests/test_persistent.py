@@ -305,3 +305,59 @@ def test_ping_pong_warpgroups_skip_each_others_positions(rulebook, workloads):
     assert pos0 == [p for i in range(0, 16, 2) for p in range(4 * i, 4 * i + 4)]
     assert pos1 == [p for i in range(1, 16, 2) for p in range(4 * i, 4 * i + 4)]
     assert np.all(np.diff(pos1) > 0)
+
+
+# ---- the iteration window with CTA-dependent trip counts -------------------------------
+
+CLOSED_FORM = '''"""A persistent GEMM whose ring position is tile ordinal i times KT, plus k."""
+@cake.schedule(target="sm_90a", workload="gemm", sizes={"K": 1024})
+def closed_form(lm, A, B, C):
+    BM, BN, BK, S, KT, SMS = 128, 128, 64, 4, 16, 3
+    TM = lm.cdiv(lm.M, BM)
+    TILES = TM * lm.cdiv(lm.N, BN)
+    lm.launch(grid=(lm.min(SMS, TILES),), warps=8)
+    a_s = lm.smem("bf16", (BM, BK), stages=S)
+    b_s = lm.smem("bf16", (BN, BK), stages=S)
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count=4, stages=S)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    with loader:
+        for i in lm.range(0, lm.cdiv(TILES - lm.block(0), lm.grid(0))):
+            t = lm.block(0) + i * lm.grid(0)
+            for k in lm.range(0, KT):
+                empty[(i * KT + k) % S].wait(parity=((i * KT + k) // S + 1) % 2)
+                full[(i * KT + k) % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+                a_s[(i * KT + k) % S].load(A, at=((t % TM) * BM, k * BK),
+                                           barrier=full[(i * KT + k) % S], pad=True)
+                b_s[(i * KT + k) % S].load(B, at=((t // TM) * BN, k * BK),
+                                           barrier=full[(i * KT + k) % S], pad=True)
+    with math:
+        for i in lm.range(0, lm.cdiv(TILES - lm.block(0), lm.grid(0))):
+            t = lm.block(0) + i * lm.grid(0)
+            for k in lm.range(0, KT):
+                full[(POS) % S].wait(parity=((POS) // S) % 2)
+                lm.mma(acc, a_s[(POS) % S], b_s[(POS) % S], transpose_b=True, init=(k == 0))
+                empty[(POS) % S].arrive()
+            lm.store(C, at=((t % TM) * BM, (t // TM) * BN), src=acc, mask=True)
+'''
+
+
+@pytest.mark.parametrize(("pos", "clean"), [("i * KT + k", True), ("i * 2 + k", False)])
+def test_the_window_agrees_with_full_unrolling_on_cta_dependent_loops(checker, pos, clean):
+    """Splicing happens per CTA on the K loops of a tile loop whose trip count depends on
+    the CTA; the window's verdict and anomalies are those of unrolling every iteration."""
+    from cakegov.analysis.protocol import Bounds, analyze
+
+    text = CLOSED_FORM.replace("POS", pos)
+    schedule = _parse(checker, text)
+    ctx = checker.context(schedule, "t.cake")
+    shapes = [dict(s) for s in ctx.shapes]
+    spliced = analyze(ctx.lowered, shapes, Bounds())
+    full = analyze(ctx.lowered, shapes, Bounds(window=False, max_events=400_000))
+    assert not spliced.incomplete and not full.incomplete
+    assert any(r.spliced for r in spliced.runs) == clean  # an anomaly is re-run in full
+    assert {a.key for a in spliced.anomalies} == {a.key for a in full.anomalies}
+    assert bool(spliced.anomalies) != clean
+    assert len({r.cta for r in full.runs}) > 1  # CTAs with different tile counts
