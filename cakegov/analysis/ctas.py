@@ -106,10 +106,21 @@ class _Walk:
         c = np.arange(self.n, dtype=np.int64)
         self.coords = (c % dims[0], (c // dims[0]) % dims[1], c // (dims[0] * dims[1]))
         self.sig = np.zeros((self.n, 2), dtype=np.uint64)
+        # every statement's number in program order, the same for every set of sizes
+        # (class keys are compared across shapes)
         self.ids: dict[int, int] = {}
 
+        def number(ops: tuple[LOp, ...]) -> None:
+            for op in ops:
+                self.ids[id(op)] = len(self.ids) + 1
+                if isinstance(op, LFor):
+                    number(op.body)
+
+        for role in kernel.roles:
+            number(role.body)
+
     def op_id(self, op: LOp) -> int:
-        return self.ids.setdefault(id(op), len(self.ids) + 1)
+        return self.ids[id(op)]
 
     def blocks(self, cta: np.ndarray) -> dict[int, np.ndarray]:
         return {a: self.coords[a][cta] for a in range(3)}
