@@ -42,7 +42,6 @@ from cakegov.lower.kernel import (
     LOp,
     LoweredKernel,
     LWait,
-    counters_used,
 )
 
 MAX_GRID = 1 << 16
@@ -224,7 +223,7 @@ def signatures(kernel: LoweredKernel, sizes: Mapping[str, int]) -> np.ndarray:
     walk = _Walk(kernel, sizes, dims)
     for role in kernel.roles:
         cta = np.arange(walk.n, dtype=np.int64)
-        cnt = {c: np.zeros(walk.n, dtype=np.int64) for c in counters_used(role.body)}
+        cnt = {c: np.zeros(walk.n, dtype=np.int64) for c in role.counters}
         walk.walk(role.body, cta, {}, cnt)
     return walk.sig
 

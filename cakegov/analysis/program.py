@@ -27,8 +27,10 @@ so the plan can be checked against the phase arithmetic.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cakegov.analysis.footprint import ENGINE, Footprint, Footprints
 from cakegov.ir.expr import Env, EvalError, Expr, compile_expr, evaluate, step_expr
@@ -44,10 +46,10 @@ from cakegov.lower.kernel import (
     LOp,
     LoweredKernel,
     LWait,
-    counters_used,
 )
 
 WARP = 32
+_COMPILE_AFTER = 64  # evaluations of one expression before it is compiled to Python
 
 
 class UnrollError(Exception):
@@ -211,7 +213,8 @@ class Builder:
         self.slot_count: list[int] = []
         self.slot_manual: list[bool] = []
         self._counters: dict[str, int] = {}
-        self._compiled: dict[int, object] = {}
+        self._compiled: dict[int, Any] = {}
+        self._uses: dict[int, int] = {}
         self._keep: list[Expr] = []
         for bar in kernel.barriers:
             for i in range(bar.stages):
@@ -325,22 +328,23 @@ class Builder:
         for i, role in enumerate(self.kernel.roles):
             thread = Thread(index=i, role=role.name, warps=role.warps)
             # a role's running counters (cakegov/ir/persistent.py), all 0 at its start
-            self._counters = dict.fromkeys(counters_used(role.body), 0)
+            self._counters = dict.fromkeys(role.counters, 0)
             self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan)
             program.threads.append(thread)
         return program
 
     def _eval(self, expr: Expr, env: Env, path: str) -> int:
-        fn = self._compiled.get(id(expr))
-        if fn is None:  # compiled once per expression of the kernel (a hot path)
-            try:
-                fn = compile_expr(expr)
-            except EvalError:
-                fn = lambda s, v, b, e=expr: evaluate(e, Env(sizes=s, vars=v, blocks=b))  # noqa: E731
-            self._compiled[id(expr)] = fn
-            self._keep.append(expr)  # the id stays this expression's while it is cached
+        key = id(expr)
+        fn = self._compiled.get(key)
         try:
-            return fn(env.sizes, env.vars, env.blocks)
+            if fn is not None:
+                return fn(env.sizes, env.vars, env.blocks)
+            uses = self._uses[key] = self._uses.get(key, 0) + 1
+            if uses == _COMPILE_AFTER:  # evaluated often (a long loop): compile it once
+                self._keep.append(expr)  # the id stays this expression's while cached
+                with contextlib.suppress(EvalError):
+                    self._compiled[key] = compile_expr(expr)
+            return evaluate(expr, env)
         except EvalError as exc:
             raise UnrollError(f"{path}: {exc}") from None
 

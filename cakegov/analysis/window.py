@@ -42,7 +42,6 @@ from cakegov.lower.kernel import (
     LOp,
     LoweredKernel,
     LWait,
-    counters_used,
 )
 
 MAX_PERIOD = 64  # longest period looked for in one loop
@@ -211,7 +210,7 @@ def plan(kernel: LoweredKernel, sizes: Mapping[str, int], cta: tuple[int, int, i
     A kernel with running counters (cakegov/ir/persistent.py) is not spliced: the counters
     after a cut would have to advance by the removed iterations, which the builder does
     not do; such kernels are unrolled in full (or are `incomplete` past the bound)."""
-    if any(counters_used(role.body) for role in kernel.roles):
+    if any(role.counters for role in kernel.roles):
         return {}
     blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
     ring = max([b.stages for b in kernel.barriers] + [b.stages for b in kernel.buffers]

@@ -39,6 +39,41 @@ def counters_in(expr: Expr) -> set[str]:
     return {s[8:] for s in free_symbols(expr) if s.startswith("counter:")}
 
 
+def counters_of(body: tuple) -> tuple[str, ...]:
+    """The counters a role body (IR statements) advances or reads, in order of first
+    appearance: the lowering gives each one an `int` of the role (`LRole.counters`)."""
+    from cakegov.ir.nodes import Call, For
+
+    out: dict[str, None] = {}
+
+    def exprs_of(value) -> list[Expr]:
+        kind = getattr(value, "kind", "")
+        if kind == "expr":
+            return [value.expr]
+        if kind == "coord":
+            return list(value.items)
+        if kind == "smem" and value.stage is not None:
+            return [value.stage]
+        if kind == "barrier" and value.index is not None:
+            return [value.index]
+        return []
+
+    def visit(stmts) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, For):
+                if stmt.counter:
+                    out.setdefault(stmt.counter, None)
+                visit(stmt.body)
+            elif isinstance(stmt, Call):
+                for value in stmt.args.values():
+                    for e in exprs_of(value):
+                        for name in sorted(counters_in(e)):
+                            out.setdefault(name, None)
+
+    visit(body)
+    return tuple(out)
+
+
 def bad_step(expr: Expr) -> str | None:
     """Why `expr` cannot be a loop step, or None: a step is a positive static integer or
     an expression over workload sizes and the CTA index (the grid's extent)."""

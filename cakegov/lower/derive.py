@@ -33,6 +33,7 @@ from cakegov.ir.nodes import (
     Stmt,
 )
 from cakegov.ir.parse import walk_statements
+from cakegov.ir.persistent import counters_of
 from cakegov.lower.fragments import fragment_layouts
 from cakegov.lower.kernel import (
     CLUSTER_BARRIER,
@@ -408,7 +409,7 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
             op = "inc" if role.regs > entry else "dec"
         roles.append(LRole(name=role.name, warp_start=role.warp_start,
                            warp_stop=role.warp_stop, regs=role.regs, setmaxnreg=op,
-                           body=lw.body(role.body, role)))
+                           body=lw.body(role.body, role), counters=counters_of(role.body)))
     buffers = []
     for decl in schedule.resources:
         if isinstance(decl, SmemDecl):

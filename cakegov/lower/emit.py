@@ -40,7 +40,6 @@ from cakegov.lower.kernel import (
     LoweredKernel,
     LRole,
     LWait,
-    counters_used,
 )
 from cakegov.lower.operands import EmitError, ctype, fragment_var, operand
 from cakegov.lower.spellings import ARRIVERS, FENCES, FRAGMENT_TYPES, PTX
@@ -236,7 +235,7 @@ class _Emitter:
                       if role.setmaxnreg else [])
         fragments = [line for f in self.kernel.fragments if f.role == role.name
                      for line in self.fragment(f)]
-        body = [line for name in counters_used(role.body) for line in
+        body = [line for name in role.counters for line in
                 self.render("counter.cu.j2", var=counter_var(name), name=name)]
         body += [line for op in role.body for line in self.op(op, role)]
         return "\n".join(self.render(

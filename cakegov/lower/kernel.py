@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cakegov.ir.expr import BinOp, Const, Counter, Expr
+from cakegov.ir.expr import BinOp, Const, Expr
 from cakegov.ir.nodes import Span, Value
 from cakegov.lower.layout import MBARRIER_BYTES
 from cakegov.plugin import Access
@@ -296,6 +296,7 @@ class LRole(_Model):
     regs: int | None
     setmaxnreg: Literal["inc", "dec"] | None
     body: tuple[LOp, ...]
+    counters: tuple[str, ...] = ()  # running counters the body advances or reads
 
     @property
     def warps(self) -> int:
@@ -372,29 +373,3 @@ def role_barrier_id(named_ids: list[int], roles: list[tuple[str, int]], role: st
     index = multi.index(role)
     return free[index] if index < len(free) else None
 
-
-def counters_used(ops: tuple[LOp, ...]) -> list[str]:
-    """The running counters (cakegov/ir/persistent.py) a role body advances or reads, in
-    order of first appearance: each is one `int` of the role."""
-    out: dict[str, None] = {}
-
-    def visit(value: object) -> None:
-        if isinstance(value, Counter):
-            out.setdefault(value.name, None)
-        elif isinstance(value, LFor):
-            if value.counter:
-                out.setdefault(value.counter, None)
-            for name in type(value).model_fields:
-                visit(getattr(value, name))
-        elif isinstance(value, BaseModel):
-            for name in type(value).model_fields:
-                visit(getattr(value, name))
-        elif isinstance(value, tuple | list):
-            for item in value:
-                visit(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                visit(item)
-
-    visit(ops)
-    return list(out)

@@ -60,7 +60,6 @@ from cakegov.lower.kernel import (
     LoweredKernel,
     LRole,
     LWait,
-    counters_used,
 )
 from cakegov.sim.memory import Fragments, GlobalMemory, SharedMemory
 from cakegov.sim.ops import OpSim
@@ -243,7 +242,7 @@ class Machine:
                          np.zeros(self.width, dtype=np.int64),
                          np.zeros(self.width, dtype=np.int64),
                          _walk(role.body, {}, self._ev_loop,
-                               dict.fromkeys(counters_used(role.body), 0)),
+                               dict.fromkeys(role.counters, 0)),
                          groups={"wgmma": AsyncGroups(), "bulk": AsyncGroups()},
                          inflight={"wgmma": [], "bulk": []})
                 self.warps.append(w)

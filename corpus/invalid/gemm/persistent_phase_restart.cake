@@ -5,11 +5,12 @@ over. With K = 256 each tile takes 4 positions of the 4-stage ring, one phase of
 stage, so on its second tile the math role waits on `full[0]` with parity 0 while the
 barrier has completed phases 0 and 1: it waits for phase 2, which the loader fills only
 after the math role released the tile it never read (deadlock), or passes on a later
-phase than the data it reads. Only CTAs with two tiles or more show it (at M=256, N=256
-each of the 4 CTAs has one tile)."""
+phase than the data it reads. Only CTAs with two tiles or more show it: at M = N = 256
+(4 tiles) and M = N = 257 (9 tiles) every CTA has one; at M = 1000, N = 520 (40 tiles over
+16 CTAs) each has 2 or 3."""
 @cake.schedule(target="sm_90a", workload="gemm", sizes={"K": 256})
 def gemm_persistent_phase_restart(lm, A, B, C):
-    BM, BN, BK, S, SMS = 128, 128, 64, 4, 4
+    BM, BN, BK, S, SMS = 128, 128, 64, 4, 16
     TM = lm.cdiv(lm.M, BM)
     TILES = TM * lm.cdiv(lm.N, BN)
     lm.launch(grid=(lm.min(SMS, TILES),), warps=12)
