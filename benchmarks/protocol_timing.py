@@ -2,9 +2,11 @@
 protocol analysis, apart from the rules), its median and p95 as ratios to compiling a
 comparable kernel with nvcc and with NVRTC, and a scaling table of a warp-specialised
 ring over S = 1..8 stages x 1..3 consumer warpgroups x trip counts 4..4096 and over
-persistent tiles 1..8, and a cluster-of-2 multicast GEMM (2 consumer warpgroups, 4
-stages; target under 2 s). Every point must end with a verdict (not `incomplete`); the table
-shows how time grows with each dimension.
+persistent tiles 1..8, a cluster-of-2 multicast GEMM (2 consumer warpgroups, 4 stages;
+target under 2 s) and the same GEMM persistent (a grid-stride tile scheduler over 132 SMs,
+the ring position carried across tiles by a running counter; target under 2 s). Every
+point must end with a verdict (not `incomplete`); the table shows how time grows with each
+dimension.
 
     python benchmarks/protocol_timing.py            # a few minutes on 2 cores
     python benchmarks/protocol_timing.py --quick    # fewer points, one repetition
@@ -130,13 +132,69 @@ def cluster_schedule() -> str:
     return CLUSTER
 
 
-def cluster_point(chk, reps: int) -> tuple[float, object]:
-    """(median seconds, result) of the cluster-of-2 multicast GEMM's exploration."""
-    median, result = analyse(chk, cluster_schedule().encode(), "cluster2_c2_s4", reps)
+# The cluster point made persistent (CUTLASS's cooperative kernel with its static
+# persistent scheduler, corpus/valid/gemm/persistent_coop_cluster2_s4.cake): 132 SMs,
+# cluster c takes cluster tiles c, c + G/2, ...; the ring position is the counter `it`,
+# kept from tile to tile; the loader's tail acquires every stage once more, so no CTA
+# exits while a peer's release may land in it. At M = N = K = 4096 a CTA runs 7 or 8
+# tiles of 64 K blocks (up to 512 ring positions per role), and the exploration covers
+# one cluster of every class of trip counts of every shape.
+PERSISTENT_CLUSTER = '''"""Persistent cluster point: 2 CTAs, 2 consumer warpgroups, 4 stages."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def persistent_cluster2_c2_s4(lm, A, B, C):
+    BM, BN, BK, S, CX, SMS = 128, 128, 64, 4, 2, 132
+    KT = lm.cdiv(lm.K, BK)
+    CTM = lm.cdiv(lm.M, CX * BM)
+    TILES = CTM * lm.cdiv(lm.N, BN)
+    lm.launch(grid=(CX * lm.min(SMS // CX, TILES),), warps=12, cluster=(CX, 1, 1))
+    a_s = lm.smem("bf16", (BM, BK), stages=S)
+    b_s = lm.smem("bf16", (BN, BK), stages=S)
+    full = lm.mbarrier(count=1, stages=S)
+    empty = lm.mbarrier(count=CX * 8, stages=S)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=math)
+    rank = lm.cluster_rank(0)
+    it = lm.counter()
+    with loader:
+        for t in lm.range(lm.block(0) // CX, TILES, lm.grid(0) // CX):
+            m0, n0 = ((t % CTM) * CX + rank) * BM, (t // CTM) * BN
+            for k in lm.range(0, KT, counter=it):
+                empty[it % S].wait(parity=(it // S + 1) % 2)
+                full[it % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+                a_s[it % S].load(A, at=(m0, k * BK), barrier=full[it % S], pad=True)
+                for lead in lm.range(rank, 1):
+                    b_s[it % S].load(B, at=(n0, k * BK), barrier=full[it % S], pad=True,
+                                     multicast=0b11)
+        for tail in lm.range(0, S, counter=it):
+            empty[it % S].wait(parity=(it // S + 1) % 2)
+    with math:
+        for t in lm.range(lm.block(0) // CX, TILES, lm.grid(0) // CX):
+            m0, n0 = ((t % CTM) * CX + rank) * BM, (t // CTM) * BN
+            for k in lm.range(0, KT, counter=it):
+                full[it % S].wait(parity=(it // S) % 2)
+                lm.mma(acc, a_s[it % S], b_s[it % S], transpose_b=True, init=(k == 0))
+                empty[it % S].arrive()
+                empty[it % S].arrive(cta=1 - rank)
+            lm.store(C, at=(m0, n0), src=acc, mask=True)
+'''
+
+
+def persistent_cluster_schedule() -> str:
+    return PERSISTENT_CLUSTER
+
+
+def cluster_point(chk, reps: int, persistent: bool = False) -> tuple[float, object]:
+    """(median seconds, result) of the cluster-of-2 multicast GEMM's exploration (its
+    persistent form with `persistent`)."""
+    source = persistent_cluster_schedule() if persistent else cluster_schedule()
+    name = "persistent_cluster2_c2_s4" if persistent else "cluster2_c2_s4"
+    median, result = analyse(chk, source.encode(), name, reps)
     if result is None:
-        raise SystemExit("the cluster schedule does not parse")
+        raise SystemExit(f"the {name} schedule does not parse")
     if result.anomalies:
-        raise SystemExit(f"the cluster schedule has an anomaly: {result.anomalies[0].message}")
+        raise SystemExit(f"the {name} schedule has an anomaly: "
+                         f"{result.anomalies[0].message}")
     return median, result
 
 
@@ -181,10 +239,14 @@ def analyse(chk, data: bytes, name: str, reps: int):
     samples, result = [], None
     for _ in range(reps):
         ctx = chk.context(schedule, name)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = ctx.protocol
         samples.append(time.perf_counter() - t0)
+        CPU.setdefault(name, []).append(time.process_time() - c0)
     return statistics.median(samples), result
+
+
+CPU: dict[str, list[float]] = {}  # processor seconds of each analysis, by schedule name
 
 
 def time_protocol(chk, reps: int) -> list[FileTiming]:
@@ -247,6 +309,16 @@ def main(argv: list[str] | None = None) -> int:
           f"{result.events} events, {result.states} steps, {verdict} "
           f"(target < 2 s with a verdict: "
           f"{'MET' if seconds < 2 and verdict == 'clean' else 'NOT MET'})")
+    p_seconds, p_result = cluster_point(chk, reps, persistent=True)
+    p_verdict = "incomplete" if p_result.incomplete else "clean"
+    longest = max(r.program.events for r in p_result.runs)
+    print(f"persistent, same cluster (132 SMs, grid-stride tiles, counter-carried phases): "
+          f"{fmt_time(p_seconds)} for {len(p_result.runs)} cluster program(s) (one per class "
+          f"of trip counts), {p_result.events} events (longest program {longest}), "
+          f"{p_result.states} steps, {p_verdict}; "
+          f"{fmt_time(statistics.median(CPU['persistent_cluster2_c2_s4']))} of processor "
+          f"time (target < 2 s with a verdict: "
+          f"{'MET' if p_seconds < 2 and p_verdict == 'clean' else 'NOT MET'})")
     trips = (4, 64, 4096) if args.quick else (4, 16, 64, 256, 1024, 4096)
     points = scaling(chk, range(1, 9), (1, 2, 3), trips, (1,), reps)
     points += scaling(chk, (4,), (2,), (64,), range(1, 9), reps)
@@ -271,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({
             "corpus": [asdict(r) for r in rows], "median_s": median, "p95_s": tail,
             "compilers": [asdict(c) for c in compiles],
+            "cluster_s": seconds, "persistent_cluster_s": p_seconds,
             "scaling": [asdict(p) for p in points]}, indent=2) + "\n")
     return 0
 

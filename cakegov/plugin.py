@@ -183,7 +183,7 @@ def elements(shape: tuple[int, ...]) -> int:
 # ---- repairs: what a rule proposes, the engine applies and re-checks -------------------
 
 RepairKind = Literal["set_arg", "set_parity", "insert", "delete", "move_after", "declare",
-                     "copy_bound", "insert_wait_like", "insert_pipeline_op"]
+                     "copy_bound", "insert_wait_like", "insert_pipeline_op", "carry_phase"]
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,11 @@ class Repair:
     - `insert_wait_like(path, other, form)`: before `path`, a wait on the barrier that the
       statement `other` names (its receiver or `barrier=`), with parity `form`;
     - `insert_pipeline_op(path, text=ring, form=op)`: before `path`, `ring.op(i)` for the
-      iteration `i` that `path` itself names through `ring`."""
+      iteration `i` that `path` itself names through `ring`;
+    - `carry_phase(path, text=counter)`: loop `path` advances the running counter `text`
+      (`lm.range(..., counter=text)`) and every ring position its body derives from the
+      loop variable (barrier and buffer indices, `parity=`, pipeline iterations) uses the
+      counter instead, so the phase carries from one pass of the loop to the next."""
 
     kind: RepairKind
     path: str = ""

@@ -115,7 +115,9 @@ def test_a_size_not_declared_divisible_is_also_checked_ragged(checker):
 def test_ctas_that_differ_are_analysed(checker):
     tail = context(checker, (ROOT / "corpus/invalid/scale/tail_cta_bytes.cake").read_text())
     picked = ctas(tail.lowered, {"M": 1000, "N": 336})
-    assert (0, 0, 0) in picked and (31, 1, 0) in picked  # first and last along both axes
+    # one CTA of each class (cakegov/analysis/ctas.py): the bytes depend on block(0) only,
+    # so the last column of CTAs differs from the others and the rows do not
+    assert picked == [(0, 0, 0), (31, 0, 0)]
     result = tail.protocol
     bad = {r.cta for r in result.runs if r.outcome.anomalies}
     assert bad and (0, 0, 0) not in bad

@@ -113,45 +113,53 @@ def build(builder: Builder, sizes: Mapping[str, int], cta: tuple[int, int, int],
                    trip_counts=trips, cluster=n)
 
 
-def _shift(mem: tuple[Mem, ...], rank: int, per_regions: int) -> tuple[Mem, ...]:
+def _shift(mem: tuple[Mem, ...], rank: int, per_regions: int,
+           fresh: bool = False) -> tuple[Mem, ...]:
+    """`mem` moved to the regions of CTA `rank`; `fresh`: the accesses belong to this
+    event alone and are moved in place."""
     if not rank or not mem:
         return mem
     out = []
     for m in mem:
-        m2 = copy.copy(m)
+        m2 = m if fresh else copy.copy(m)
         m2.region = m.region + rank * per_regions
         out.append(m2)
     return tuple(out)
 
 
-def replace(ev: Event, **changes) -> Event:
-    """A copy of `ev` with `changes` (dataclasses.replace is slow on this hot path)."""
-    out = copy.copy(ev)
-    for k, v in changes.items():
-        setattr(out, k, v)
-    return out
-
-
 def _place(ev: Event, rank: int, n: int, per_slots: int, per_regions: int) -> list[Event]:
     """`ev` of CTA `rank` in the joined program: its slots and regions those of the CTA
-    it acts on; a multicast copy split per destination."""
+    it acts on; a multicast copy split per destination. The member programs are built
+    for this join alone, so an event is placed in place (this is the hot path of a long
+    persistent cluster); only the further destinations of a multicast are copies."""
     if ev.kind == "copy":
         dests = ev.dests or (rank,)
         out = []
-        for d in dests:
+        for i, d in enumerate(dests):
             if d >= n:
                 raise UnrollError(f"{ev.path}: multicast to CTA rank {d} outside the "
                                   f"cluster of {n}")
-            out.append(replace(ev, cta=rank, peer=d if d != rank else -1,
-                               slot=ev.slot + d * per_slots,
-                               mem=_shift(ev.mem, d, per_regions)))
+            last = i == len(dests) - 1
+            out.append(_set(ev if last else copy.copy(ev), cta=rank,
+                            peer=d if d != rank else -1, slot=ev.slot + d * per_slots,
+                            mem=_shift(ev.mem, d, per_regions, fresh=False)))
         return out
     if ev.kind == "arrive" and ev.peer >= 0:
         if ev.peer >= n:
             raise UnrollError(f"{ev.path}: arrive on CTA rank {ev.peer} outside the cluster "
                               f"of {n}")
         target = ev.peer
-        return [replace(ev, cta=rank, peer=target if target != rank else -1,
-                        slot=ev.slot + target * per_slots)]
-    slot = ev.slot + rank * per_slots if ev.slot >= 0 else ev.slot
-    return [replace(ev, cta=rank, slot=slot, mem=_shift(ev.mem, rank, per_regions))]
+        ev.cta, ev.peer = rank, target if target != rank else -1
+        ev.slot += target * per_slots
+        return [ev]
+    ev.cta = rank
+    if ev.slot >= 0:
+        ev.slot += rank * per_slots
+    ev.mem = _shift(ev.mem, rank, per_regions, fresh=True)
+    return [ev]
+
+
+def _set(ev: Event, **changes) -> Event:
+    for k, v in changes.items():
+        setattr(ev, k, v)
+    return ev

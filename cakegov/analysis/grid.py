@@ -21,12 +21,14 @@ from cakegov.ir.expr import (
     Block,
     Compare,
     Const,
+    Counter,
     EvalError,
     Expr,
     Size,
     StageOf,
     Var,
     free_symbols,
+    step_expr,
 )
 from cakegov.ir.nodes import For
 from cakegov.lazy import LazyModule
@@ -51,9 +53,10 @@ def vec_eval(expr: Expr, sizes: Mapping[str, int], vars_: Mapping[str, int],
         if expr.name not in sizes:
             raise EvalError(f"workload size {expr.name} has no value")
         return sizes[expr.name]
-    if isinstance(expr, Var):
+    if isinstance(expr, Var | Counter):  # counters travel with the loop variables
         if expr.name not in vars_:
-            raise EvalError(f"loop variable {expr.name} has no value")
+            raise EvalError(f"{'loop variable' if isinstance(expr, Var) else 'counter'} "
+                            f"{expr.name} has no value")
         return vars_[expr.name]
     if isinstance(expr, Block):
         return blocks[expr.axis]
@@ -115,42 +118,42 @@ class Tiles:
     ctas: np.ndarray
 
 
-def loop_values(loops: Sequence[For], sizes: Mapping[str, int], stages: Mapping[str, int],
-                limit: int) -> list[dict[str, int]] | None:
-    """Every combination of the loop variables' values (None when more than `limit`)."""
-    envs: list[dict[str, int]] = [{}]
-    for loop in loops:
-        nxt = []
-        for env in envs:
-            start = int(vec_eval(loop.start, sizes, env, {}, stages))
-            stop = int(vec_eval(loop.stop, sizes, env, {}, stages))
-            nxt.extend({**env, loop.var: v} for v in range(start, stop, loop.step))
-            if len(nxt) > limit:
-                return None
-        envs = nxt
-    return envs
-
-
 def tiles(store: Store, sizes: Mapping[str, int], grid: Sequence[int],
           stages: Mapping[str, int]) -> Tiles | None:
-    """The tiles `store` writes over the whole grid, or None past the bounds."""
+    """The tiles `store` writes over the whole grid, or None past the bounds. The loops
+    around the store are expanded for every CTA at once, so a loop whose bounds depend on
+    the CTA (a persistent tile loop) runs its own trip count in each CTA."""
     dims = [max(g, 0) for g in (*grid, 1, 1, 1)[:3]]
     if dims[0] * dims[1] * dims[2] > MAX_TILES:
         return None  # too many CTAs to count tile by tile: the shape is skipped
     ctas = np.array(list(itertools.product(*(range(g) for g in dims))), dtype=np.int64)
     if len(ctas) == 0:
         return Tiles(store, np.zeros((0, len(store.at)), np.int64), np.zeros((0, 3), np.int64))
-    envs = loop_values(store.loops, sizes, stages, max(1, MAX_TILES // len(ctas)))
-    if envs is None:
-        return None
-    blocks = {a: ctas[:, a] for a in range(3)}
-    origins, owners = [], []
-    for env in envs:
-        cols = [np.broadcast_to(np.asarray(vec_eval(e, sizes, env, blocks, stages),
-                                           dtype=np.int64), (len(ctas),)) for e in store.at]
-        origins.append(np.stack(cols, axis=1))
-        owners.append(ctas)
-    return Tiles(store, np.concatenate(origins), np.concatenate(owners))
+    rows = np.arange(len(ctas))  # the CTA of every (CTA, loop iteration) row
+    env: dict[str, Value] = {}
+    for loop in store.loops:
+        blocks = {a: ctas[rows, a] for a in range(3)}
+        n = len(rows)
+        start, stop, step = (np.broadcast_to(np.asarray(vec_eval(e, sizes, env, blocks, stages),
+                                                        dtype=np.int64), (n,))
+                             for e in (loop.start, loop.stop, step_expr(loop.step)))
+        if n and (step <= 0).any():
+            raise EvalError(f"{loop.path}: the loop step is not positive")
+        trips = np.maximum(0, -(-(stop - start) // np.maximum(step, 1)))
+        total = int(trips.sum())
+        if total > MAX_TILES:
+            return None
+        owner = np.repeat(np.arange(n), trips)
+        offset = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(trips) - trips, trips)
+        env = {k: (np.asarray(v)[owner] if isinstance(v, np.ndarray) else v)
+               for k, v in env.items()}
+        env[loop.var] = start[owner] + offset * step[owner]
+        rows = rows[owner]
+    blocks = {a: ctas[rows, a] for a in range(3)}
+    cols = [np.broadcast_to(np.asarray(vec_eval(e, sizes, env, blocks, stages),
+                                       dtype=np.int64), (len(rows),)) for e in store.at]
+    origins = np.stack(cols, axis=1) if cols else np.zeros((len(rows), 0), np.int64)
+    return Tiles(store, origins, ctas[rows])
 
 
 @dataclass

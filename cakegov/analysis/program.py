@@ -34,11 +34,13 @@ so the plan can be checked against the phase arithmetic.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from cakegov.analysis.footprint import ENGINE, Footprint, Footprints, tile_origin
-from cakegov.ir.expr import Env, EvalError, Expr, evaluate
+from cakegov.ir.expr import Env, EvalError, Expr, compile_expr, evaluate, step_expr
 from cakegov.lower.kernel import (
     LArrive,
     LCompute,
@@ -54,6 +56,7 @@ from cakegov.lower.kernel import (
 )
 
 WARP = 32
+_COMPILE_AFTER = 64  # evaluations of one expression before it is compiled to Python
 
 
 class UnrollError(Exception):
@@ -287,6 +290,10 @@ class Builder:
         self.slots: list[tuple[str, int]] = []
         self.slot_count: list[int] = []
         self.slot_manual: list[bool] = []
+        self._counters: dict[str, int] = {}
+        self._compiled: dict[int, Any] = {}
+        self._uses: dict[int, int] = {}
+        self._keep: list[Expr] = []
         for bar in kernel.barriers:
             for i in range(bar.stages):
                 self.slot_ids[(bar.name, i)] = len(self.slots)
@@ -358,7 +365,11 @@ class Builder:
                                                    dtype=np.int64), (n,))
                 stop = np.broadcast_to(np.asarray(vec_eval(op.stop, sizes, vars_, blocks, {}),
                                                   dtype=np.int64), (n,))
-                trips = np.maximum(0, -(-(stop - start) // op.step))
+                step = np.broadcast_to(np.asarray(vec_eval(step_expr(op.step), sizes, vars_,
+                                                           blocks, {}), dtype=np.int64), (n,))
+                if n and (step <= 0).any():
+                    raise UnrollError(f"{op.path}: the loop step is not positive")
+                trips = np.maximum(0, -(-(stop - start) // np.maximum(step, 1)))
                 inner = int(trips.sum())
                 if inner == 0:
                     continue
@@ -366,7 +377,7 @@ class Builder:
                     return limit + 1
                 owner = np.repeat(np.arange(n), trips)
                 offset = np.arange(inner) - np.repeat(np.cumsum(trips) - trips, trips)
-                values = start[owner] + offset * op.step
+                values = start[owner] + offset * step[owner]
                 keep = np.ones(inner, dtype=bool)
                 cut = plan.get(depth)
                 if cut is not None:
@@ -400,12 +411,23 @@ class Builder:
         for i, (role, members) in enumerate(self.classes):
             thread = Thread(index=i, role=role.name, warps=len(members) or role.warps,
                             members=members, role_warps=role.warps if members else 0)
+            # a role's running counters (cakegov/ir/persistent.py), all 0 at its start
+            self._counters = dict.fromkeys(role.counters, 0)
             self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan)
             program.threads.append(thread)
         return program
 
     def _eval(self, expr: Expr, env: Env, path: str) -> int:
+        key = id(expr)
+        fn = self._compiled.get(key)
         try:
+            if fn is not None:
+                return fn(env.sizes, env.vars, env.blocks)
+            uses = self._uses[key] = self._uses.get(key, 0) + 1
+            if uses == _COMPILE_AFTER:  # evaluated often (a long loop): compile it once
+                self._keep.append(expr)  # the id stays this expression's while cached
+                with contextlib.suppress(EvalError):
+                    self._compiled[key] = compile_expr(expr)
             return evaluate(expr, env)
         except EvalError as exc:
             raise UnrollError(f"{path}: {exc}") from None
@@ -413,13 +435,18 @@ class Builder:
     def _visit(self, ops, vars_: dict[str, int], depth: int, sizes, blocks, thread: Thread,
                program: Program, plan) -> None:
         env = Env(sizes=sizes, vars=vars_, blocks=blocks)
+        counters = self._counters
         for op in ops:
             if not executes(thread.members, op):
                 continue
             if isinstance(op, LFor):
                 start = self._eval(op.start, env, op.path)
                 stop = self._eval(op.stop, env, op.path)
-                values = range(start, stop, op.step)
+                step = op.step if isinstance(op.step, int) else \
+                    self._eval(op.step, env, op.path)
+                if step <= 0:
+                    raise UnrollError(f"{op.path}: the loop step {step} is not positive")
+                values = range(start, stop, step)
                 program.trip_counts[op.path] = max(program.trip_counts.get(op.path, 0),
                                                    len(values))
                 cut = plan.get(depth)
@@ -432,12 +459,19 @@ class Builder:
                 for v in values:
                     self._visit(op.body, {**vars_, op.var: v}, depth + 1, sizes, blocks,
                                 thread, program, plan)
+                    if op.counter:
+                        counters[op.counter] += 1
                 if removed:
                     self._count_removed(op, vars_, removed, sizes, blocks, thread, program)
                 continue
             self._total += 1
             if self._total > self._max:
                 raise UnrollError(f"more than {self._max} events after unrolling")
+            if counters:  # the counters' current values join the loop variables
+                now = {**vars_, **counters}
+                thread.events.append(self._event(op, Env(sizes=sizes, vars=now, blocks=blocks),
+                                                 thread, now))
+                continue
             thread.events.append(self._event(op, env, thread, vars_))
 
     def _count_removed(self, loop: LFor, vars_: dict[str, int], removed: range,
@@ -457,7 +491,10 @@ class Builder:
                         vec_eval(op.start, sizes, env, blocks, {}), dtype=np.int64), (n,))
                     stop = np.broadcast_to(np.asarray(
                         vec_eval(op.stop, sizes, env, blocks, {}), dtype=np.int64), (n,))
-                    trips = np.maximum(0, -(-(stop - start) // op.step))
+                    step = np.broadcast_to(np.asarray(
+                        vec_eval(step_expr(op.step), sizes, env, blocks, {}), dtype=np.int64),
+                        (n,))
+                    trips = np.maximum(0, -(-(stop - start) // np.maximum(step, 1)))
                     total = int(trips.sum())
                     if total == 0:
                         continue
@@ -465,7 +502,7 @@ class Builder:
                     offset = np.arange(total) - np.repeat(np.cumsum(trips) - trips, trips)
                     deeper = {k: (np.asarray(v)[owner] if isinstance(v, np.ndarray) else v)
                               for k, v in env.items()}
-                    deeper[op.var] = start[owner] + offset * op.step
+                    deeper[op.var] = start[owner] + offset * step[owner]
                     visit(op.body, deeper, total)
                     continue
                 if isinstance(op, LWait | LArrive):

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cakegov.analysis import cluster
+from cakegov.analysis import ctas as cta_classes
 from cakegov.analysis.execute import Anomaly, Outcome, execute
 from cakegov.analysis.footprint import Footprints
 from cakegov.analysis.program import Builder, Program, UnrollError
@@ -29,6 +30,7 @@ from cakegov.ir.expr import (
     Expr,
     evaluate,
     free_symbols,
+    step_expr,
 )
 from cakegov.lower.kernel import LArrive, LCompute, LCopy, LFor, LInit, LOp, LoweredKernel, LWait
 
@@ -93,7 +95,7 @@ def _all_exprs(kernel: LoweredKernel) -> list[Expr]:
     def visit(ops: tuple[LOp, ...]) -> None:
         for op in ops:
             if isinstance(op, LFor):
-                out.extend((op.start, op.stop))
+                out.extend((op.start, op.stop, step_expr(op.step)))
                 visit(op.body)
             elif isinstance(op, LWait):
                 out.extend((op.index, op.parity))
@@ -118,18 +120,10 @@ def _protocol_exprs(kernel: LoweredKernel) -> list[Expr]:
     def visit(ops: tuple[LOp, ...]) -> None:
         for op in ops:
             if isinstance(op, LFor):
-                out.extend((op.start, op.stop))
+                out.extend((op.start, op.stop, step_expr(op.step)))
                 visit(op.body)
-            elif isinstance(op, LWait):
-                out.extend((op.index, op.parity))
-            elif isinstance(op, LArrive):
-                out.extend((op.index, op.tx))
-            elif isinstance(op, LCopy):
-                out.extend((op.stage, op.barrier_index))
-            elif isinstance(op, LInit):
-                out.append(op.index)
-            elif isinstance(op, LCompute):
-                out.extend(a.stage for a in (*op.reads, *op.writes) if a.stage is not None)
+            else:
+                out.extend(cta_classes.protocol_exprs(op))
 
     for role in kernel.roles:
         visit(role.body)
@@ -171,11 +165,44 @@ def ragged(kernel: LoweredKernel, shape: Mapping[str, int]) -> dict[str, int] | 
 
 def ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int, int]]:
     """The CTAs to analyse: block (0, 0, 0) when nothing the protocol does depends on the
-    block index; else the first, the second-to-last and the last along each grid axis."""
+    block index; else one CTA of every class of CTAs (of clusters) whose protocol is the
+    same (cakegov/analysis/ctas.py), the first, the second-to-last and the last along each
+    grid axis representing their classes; past its bounds, just those."""
     depends = any(s.startswith("block:") for e in _protocol_exprs(kernel)
                   for s in free_symbols(e))
     if not depends:
         return [(0, 0, 0)]
+    return [cta for cta, _ in keyed_ctas(kernel, sizes)]
+
+
+def keyed_ctas(kernel: LoweredKernel, sizes: Mapping[str, int]
+               ) -> list[tuple[tuple[int, int, int], bytes | None]]:
+    """`ctas` with the key of each one's class (None: not classified): CTAs of equal keys,
+    of any sizes, unroll into equal programs, so one execution decides them all."""
+    if not any(s.startswith("block:") for e in _protocol_exprs(kernel)
+               for s in free_symbols(e)):
+        return [((0, 0, 0), None)]
+    sample = edge_ctas(kernel, sizes)
+    found = cta_classes.classify(kernel, sizes, sample,
+                                 kernel.cluster if cluster.cross_cta(kernel) else None)
+    return [(c, None) for c in sample] if found is None else found
+
+
+def classified(kernel: LoweredKernel, sizes: Mapping[str, int]) -> bool:
+    """Are the CTAs of `ctas` every class (not a sample past the bounds)?"""
+    depends = any(s.startswith("block:") for e in _protocol_exprs(kernel)
+                  for s in free_symbols(e))
+    if not depends:
+        return True
+    try:
+        cta_classes.signatures(kernel, sizes)
+    except (cta_classes.TooLarge, EvalError):
+        return False
+    return True
+
+
+def edge_ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int, int]]:
+    """The first, the second-to-last and the last CTA along each grid axis."""
     dims = []
     env = Env(sizes=sizes)
     for axis in range(3):
@@ -213,8 +240,15 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
                 all_shapes.append(s)
     seen: set[int] = set()
     found: dict[tuple, Anomaly] = {}
-    pairs = only if only is not None else [(s, c) for s in all_shapes for c in ctas(kernel, s)]
-    for sizes, cta in pairs:
+    pairs: list[tuple[dict[str, int], tuple[int, int, int], bytes | None]] = \
+        [(s, c, None) for s, c in only] if only is not None else \
+        [(s, c, k) for s in all_shapes for c, k in keyed_ctas(kernel, s)]
+    classes: set[bytes] = set()
+    for sizes, cta, key in pairs:
+        if key is not None:  # a class of CTAs already executed (for other sizes)
+            if key in classes:
+                continue
+            classes.add(key)
         if len(result.runs) >= bounds.max_runs:
             result.incomplete.append(f"more than {bounds.max_runs} distinct programs "
                                      "(shapes x CTAs)")
@@ -268,10 +302,11 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
     except UnrollError as exc:
         result.incomplete.append(f"cannot unroll for {where}, CTA {cta}: {exc}")
         return None
-    key = hash(program.signature())
-    if key in seen:
-        return None
-    seen.add(key)
+    if not clustered:  # cluster.build deduplicated the cluster by its CTAs' signatures
+        key = hash(program.signature())
+        if key in seen:
+            return None
+        seen.add(key)
     outcome = execute(program, fp, 4 * bounds.max_events)
     spliced = bool(cut)
     if spliced and outcome.anomalies:

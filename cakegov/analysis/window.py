@@ -32,7 +32,7 @@ import numpy as np
 
 from cakegov.analysis.grid import vec_eval
 from cakegov.analysis.program import Program
-from cakegov.ir.expr import Const, EvalError, Expr
+from cakegov.ir.expr import Const, EvalError, Expr, step_expr
 from cakegov.lower.kernel import (
     LArrive,
     LCompute,
@@ -94,7 +94,12 @@ def signatures(loop: LFor, sizes: Mapping[str, int], outer: Mapping[str, int],
                     if arr.size and (arr != arr.flat[0]).any():
                         raise _NotPeriodic()
                     bounds.append(int(arr.flat[0]) if arr.size else 0)
-                inner = np.arange(bounds[0], bounds[1], op.step, dtype=np.int64)
+                step = np.broadcast_to(np.asarray(vec_eval(step_expr(op.step), sizes, vars_,
+                                                           blocks, {}), dtype=np.int64), shape)
+                if step.size and ((step != step.flat[0]).any() or step.flat[0] <= 0):
+                    raise _NotPeriodic()
+                inner = np.arange(bounds[0], bounds[1], int(step.flat[0]) if step.size else 1,
+                                  dtype=np.int64)
                 cols.append(np.full(n, len(inner), dtype=np.int64))
                 if len(inner) == 0:
                     continue
@@ -178,7 +183,10 @@ def _instances(ops: tuple[LOp, ...], depth: int, target: int, outer: dict[str, i
         if not isinstance(op, LFor):
             continue
         try:
-            values = range(evaluate(op.start, env), evaluate(op.stop, env), op.step)
+            step = evaluate(step_expr(op.step), env)
+            if step <= 0:
+                continue
+            values = range(evaluate(op.start, env), evaluate(op.stop, env), step)
         except EvalError:
             continue
         if depth == target:
@@ -198,7 +206,12 @@ def _instances(ops: tuple[LOp, ...], depth: int, target: int, outer: dict[str, i
 
 def plan(kernel: LoweredKernel, sizes: Mapping[str, int], cta: tuple[int, int, int],
          max_depth: int = 4) -> dict[int, tuple[int, int]]:
-    """The splice plan for one set of sizes and one CTA: depth -> removed value range."""
+    """The splice plan for one set of sizes and one CTA: depth -> removed value range.
+    A kernel with running counters (cakegov/ir/persistent.py) is not spliced: the counters
+    after a cut would have to advance by the removed iterations, which the builder does
+    not do; such kernels are unrolled in full (or are `incomplete` past the bound)."""
+    if any(role.counters for role in kernel.roles):
+        return {}
     blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
     ring = max([b.stages for b in kernel.barriers] + [b.stages for b in kernel.buffers]
                + [1])

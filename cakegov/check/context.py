@@ -3,6 +3,7 @@ make findings. Rules get read-only data and never print or raise for a defect.""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,7 +18,7 @@ from cakegov.check.rulebook import PrimitivePlugin, RulePlugin, Target
 from cakegov.check.spelling import Spelling
 from cakegov.corpus.workloads import Workload
 from cakegov.ir.dtypes import dtype_bytes
-from cakegov.ir.expr import Const, Env, Expr, Interval, bounds, evaluate
+from cakegov.ir.expr import Const, Env, EvalError, Expr, Interval, bounds, evaluate
 from cakegov.ir.nodes import (
     Call,
     Decl,
@@ -315,7 +316,13 @@ class CheckContext:
         return self._effects[call.path]
 
     def env(self, sizes: dict[str, int]) -> Env:
-        return Env(sizes=sizes, pipeline_stages=self.pipeline_stages)
+        """Sizes and stage counts; the grid's extents bound `lm.block` (for `bounds`)."""
+        grid: dict[int, int] = {}
+        launch = self.schedule.launch
+        for axis, extent in enumerate(launch.grid if launch is not None else ()):
+            with contextlib.suppress(EvalError):
+                grid[axis] = evaluate(extent, Env(sizes=sizes))
+        return Env(sizes=sizes, pipeline_stages=self.pipeline_stages, grid=grid)
 
     def loop_ranges(self, loops: tuple[For, ...], sizes: dict[str, int]
                     ) -> dict[str, Interval] | None:
@@ -328,7 +335,8 @@ class CheckContext:
             last = hi - 1
             if last < lo:
                 return None
-            last -= (last - lo) % loop.step
+            if isinstance(loop.step, int):  # a grid-stride step: every value in between
+                last -= (last - lo) % loop.step
             ranges[loop.var] = (lo, last)
         return ranges
 

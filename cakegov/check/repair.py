@@ -146,6 +146,8 @@ class SourceEditor:
             return [self._declare(repair.text)]
         if kind == "copy_bound":
             return [self._copy_bound(repair.path, repair.other)]
+        if kind == "carry_phase":
+            return self._carry_phase(repair.path, repair.text)
         if kind == "insert_wait_like":
             return [self._insert(repair.path, self._wait_like(repair.other, repair.form),
                                  repair.after)]
@@ -279,6 +281,45 @@ class SourceEditor:
         stop_a = a.args[1] if len(a.args) > 1 else a.args[0]
         stop_b = b.args[1] if len(b.args) > 1 else b.args[0]
         return Edit(span=self._span(stop_a), text=self.text(stop_b))
+
+    def _carry_phase(self, path: str, counter: str) -> list[Edit]:
+        """Loop `path` advances `counter`, and the ring positions of its body (barrier and
+        buffer indices, `parity=`, the iterations given to a pipeline) read the counter
+        instead of the loop variable; coordinates and conditions keep the variable."""
+        loop = self.stmt(path).ast_node
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                and isinstance(loop.target, ast.Name) and loop.iter.args):
+            raise RepairError("carry_phase needs a loop over lm.range(...)")
+        if any(kw.arg == "counter" for kw in loop.iter.keywords):
+            raise RepairError("the loop already advances a counter")
+        var = loop.target.id
+        pipelines = {d.name for d in self.schedule.resources if d.kind == "pipeline"}
+        names: dict[tuple[int, int], ast.Name] = {}
+
+        def take(node: ast.AST) -> None:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and sub.id == var:
+                    names[(sub.lineno, sub.col_offset)] = sub
+
+        for stmt in loop.body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Subscript):
+                    take(node.slice)
+                elif isinstance(node, ast.keyword) and node.arg == "parity":
+                    take(node.value)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        isinstance(node.func.value, ast.Name) and \
+                        node.func.value.id in pipelines:
+                    for arg in node.args:
+                        take(arg)
+        if not names:
+            raise RepairError("the loop body derives no ring position from its variable")
+        end = self._span(loop.iter)
+        at = Span(line=end.end_line, col=end.end_col - 1, end_line=end.end_line,
+                  end_col=end.end_col - 1)
+        edits = [Edit(span=at, text=f", counter={counter}")]
+        edits += [Edit(span=self._span(n), text=counter) for _, n in sorted(names.items())]
+        return edits
 
     # ---- expressions in the schedule's own spelling --------------------------------
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cakegov.ir.dtypes import dtype_bytes
-from cakegov.ir.expr import Env, EvalError, evaluate
+from cakegov.ir.expr import Env, EvalError, evaluate, step_expr
 from cakegov.lower.kernel import (
     LArrive,
     LCompute,
@@ -161,7 +161,7 @@ def _walk(ops: Any, env: Env, kernel: LoweredKernel, conflict: dict[str, float],
         if isinstance(op, LFor):
             trips = _trips(op, env)
             inner = Env(sizes=env.sizes, vars={**env.vars, op.var: _eval(op.start, env,
-                        f"loop `{op.var}` start")})
+                        f"loop `{op.var}` start")}, blocks=env.blocks)
             _walk(op.body, inner, kernel, conflict, into, mult * trips, barriers, copies)
             continue
         into.add(_op_work(op, kernel, conflict), mult)
@@ -176,7 +176,8 @@ def _walk(ops: Any, env: Env, kernel: LoweredKernel, conflict: dict[str, float],
 def _trips(op: LFor, env: Env) -> int:
     start = _eval(op.start, env, f"loop `{op.var}` start")
     stop = _eval(op.stop, env, f"loop `{op.var}` stop")
-    return max(0, math.ceil((stop - start) / op.step)) if op.step > 0 else 0
+    step = _eval(step_expr(op.step), env, f"loop `{op.var}` step")
+    return max(0, -(-(stop - start) // step)) if step > 0 else 0
 
 
 def _min_regs(kernel: LoweredKernel) -> int:
@@ -193,7 +194,9 @@ def profile(kernel: LoweredKernel, shape: dict[str, int], tensors: dict[str, Any
             limits: dict[str, Any], file: str = "") -> Profile:
     """The parameter-free work of `kernel` at `shape` (sizes the schedule fixes win)."""
     sizes = {**shape, **kernel.sizes}
-    env = Env(sizes=sizes)
+    # a loop whose trip count depends on the CTA (a persistent tile loop) is counted as
+    # CTA 0 runs it: the first CTA of a grid-stride schedule has the most tiles
+    env = Env(sizes=sizes, blocks={0: 0, 1: 0, 2: 0})
     dims = [_eval(g, env, "grid") for g in kernel.grid]
     if any(d < 1 for d in dims):
         raise CostError(f"grid {dims} is empty at this shape")
@@ -214,7 +217,8 @@ def profile(kernel: LoweredKernel, shape: dict[str, int], tensors: dict[str, Any
                 seg = Segment(role.name, "loop", f"loop {op.var}", op.path, op.span.line,
                               trips=_trips(op, env))
                 barriers: dict[str, int] = {}
-                inner = Env(sizes=sizes, vars={op.var: _eval(op.start, env, "loop start")})
+                inner = Env(sizes=sizes, vars={op.var: _eval(op.start, env, "loop start")},
+                            blocks=env.blocks)
                 _walk(op.body, inner, kernel, conflict, seg.body, 1.0, barriers,
                       seg.copy_barriers)
                 seg.depth = max(barriers.values(), default=1)

@@ -18,7 +18,7 @@ _NON_SEMANTIC = frozenset({"span", "path", "arg_spans", "target_span", "workload
 
 # Optional fields added after schedules had identities: left out while unset, so that
 # every schedule that does not use them keeps its identity.
-_OMIT_WHEN_NONE = frozenset({"alias", "tile"})
+_OMIT_WHEN_NONE = frozenset({"alias", "tile", "counter"})
 
 
 def _strip(value: Any) -> Any:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # Values outside this range are rejected by the front end: absurd bounds are input errors.
 INT_LIMIT = 2**40
+COUNTER_LIMIT = 2**31 - 1  # a counter is an `int` of the emitted kernel
 
 
 class _Expr(BaseModel):
@@ -47,6 +48,15 @@ BinaryOp = Literal["+", "-", "*", "//", "%", "cdiv", "min", "max"]
 CompareOp = Literal["==", "!=", "<", "<=", ">", ">="]
 
 
+class Counter(_Expr):
+    """A running iteration counter (declared `c = lm.counter()`, advanced by the loops
+    written `lm.range(..., counter=c)`): the number of iterations of those loops the
+    executing role has finished. Every role has its own copy, starting at 0."""
+
+    kind: Literal["counter"] = "counter"
+    name: str
+
+
 class BinOp(_Expr):
     kind: Literal["bin"] = "bin"
     op: BinaryOp
@@ -72,7 +82,8 @@ class StageOf(_Expr):
 
 
 Expr = Annotated[
-    Const | Size | Block | Var | BinOp | Compare | StageOf, Field(discriminator="kind")
+    Const | Size | Block | Var | Counter | BinOp | Compare | StageOf,
+    Field(discriminator="kind"),
 ]
 
 for _model in (BinOp, Compare, StageOf):
@@ -91,6 +102,7 @@ class Env:
     vars: Mapping[str, int] = field(default_factory=dict)
     blocks: Mapping[int, int] = field(default_factory=dict)
     pipeline_stages: Mapping[str, int] = field(default_factory=dict)
+    grid: Mapping[int, int] = field(default_factory=dict)  # extents, for `bounds` of blocks
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -147,6 +159,10 @@ def evaluate(expr: Expr, env: Env) -> int:
             if n not in env.vars:
                 raise EvalError(f"loop variable {n} has no value")
             return env.vars[n]
+        case Counter(name=n):  # the unroller keeps a role's counters with its loop variables
+            if n not in env.vars:
+                raise EvalError(f"counter {n} has no value")
+            return env.vars[n]
         case BinOp(op=op, lhs=lhs, rhs=rhs):
             return apply_op(op, evaluate(lhs, env), evaluate(rhs, env))
         case Compare(op=op, lhs=lhs, rhs=rhs):
@@ -167,6 +183,14 @@ def bounds(expr: Expr, ranges: Mapping[str, Interval], env: Env) -> Interval:
     match expr:
         case Var(name=n) if n in ranges:
             return ranges[n]
+        case Counter(name=n):
+            if n in ranges:
+                return ranges[n]
+            if n in env.vars:
+                return env.vars[n], env.vars[n]
+            return 0, COUNTER_LIMIT  # a role runs fewer iterations than a 32-bit counter holds
+        case Block(axis=a) if a not in env.blocks and a in env.grid:
+            return 0, max(env.grid[a] - 1, 0)
         case BinOp(op=op, lhs=lhs, rhs=rhs):
             lo_a, hi_a = bounds(lhs, ranges, env)
             lo_b, hi_b = bounds(rhs, ranges, env)
@@ -197,6 +221,8 @@ def free_symbols(expr: Expr) -> set[str]:
     match expr:
         case Var(name=n):
             return {n}
+        case Counter(name=n):
+            return {f"counter:{n}"}
         case Size(name=n):
             return {f"size:{n}"}
         case Block(axis=a):
@@ -217,7 +243,7 @@ def render(expr: Expr) -> str:
             return f"lm.{n}"
         case Block(axis=a):
             return f"lm.block({a})"
-        case Var(name=n):
+        case Var(name=n) | Counter(name=n):
             return n
         case BinOp(op=op, lhs=lhs, rhs=rhs) if op in ("cdiv", "min", "max"):
             return f"lm.{op}({render(lhs)}, {render(rhs)})"
@@ -226,3 +252,49 @@ def render(expr: Expr) -> str:
         case StageOf(pipeline=p, iter=it):
             return f"{p}.stage({render(it)})"
     return repr(expr)
+
+
+def step_expr(step: int | Expr) -> Expr:
+    """A loop's step as an expression (a static step is an `int` in the IR)."""
+    return Const(value=step) if isinstance(step, int) else step
+
+
+def compile_expr(expr: Expr):
+    """`expr` as a Python function of (sizes, vars, blocks) with `evaluate`'s semantics
+    (Python's floor division and modulo; an unbound symbol or a zero divisor raises
+    EvalError), for loops that evaluate one expression many times. `ring.stage` must be
+    resolved first (the lowered kernel has none)."""
+    names: dict[str, object] = {"_min": min, "_max": max, "_cdiv": _cdiv}
+
+    def spell(e: Expr) -> str:
+        match e:
+            case Const(value=v):
+                return repr(v)
+            case Size(name=n):
+                return f"S[{n!r}]"
+            case Block(axis=a):
+                return f"B[{a}]"
+            case Var(name=n) | Counter(name=n):
+                return f"V[{n!r}]"
+            case BinOp(op=op, lhs=lhs, rhs=rhs) if op in ("min", "max", "cdiv"):
+                return f"_{op}({spell(lhs)}, {spell(rhs)})"
+            case BinOp(op=op, lhs=lhs, rhs=rhs):
+                return f"({spell(lhs)} {op} {spell(rhs)})"
+            case Compare(op=op, lhs=lhs, rhs=rhs):
+                return f"int({spell(lhs)} {op} {spell(rhs)})"
+        raise EvalError(f"cannot compile {e!r}")
+
+    code = compile(f"lambda S, V, B: {spell(expr)}", "<expr>", "eval")
+    # the text holds only integer literals, repr()-quoted names and the operators above
+    fn = eval(code, names)
+
+    def run(sizes: Mapping[str, int], vars_: Mapping[str, int],
+            blocks: Mapping[int, int]) -> int:
+        try:
+            return fn(sizes, vars_, blocks)
+        except ZeroDivisionError:
+            raise EvalError("division by zero") from None
+        except KeyError:
+            return evaluate(expr, Env(sizes=sizes, vars=vars_, blocks=blocks))  # names it
+
+    return run

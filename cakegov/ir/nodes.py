@@ -236,14 +236,19 @@ class Call(Node):
 
 
 class For(Node):
-    """`for var in lm.range(start, stop, step)` with static bounds."""
+    """`for var in lm.range(start, stop, step, counter=c)`. The bounds are index
+    expressions over sizes, enclosing loop variables and the CTA index (a persistent tile
+    loop); `step` is a positive static integer or an expression over sizes and the grid
+    (`lm.grid(0)`, a grid-stride loop). `counter`: the running counter this loop advances
+    by one after each iteration (docs/language.md, "Persistent kernels")."""
 
     kind: Literal["for"] = "for"
     var: str
     start: Expr
     stop: Expr
-    step: int = 1
+    step: int | Expr = 1
     body: tuple[Stmt, ...]
+    counter: str | None = None
 
 
 class Warps(Node):

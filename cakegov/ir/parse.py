@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from cakegov.ir import errors
-from cakegov.ir.cluster import axis_rank, linear_rank, rank_only
+from cakegov.ir.cluster import axis_rank, linear_rank
 from cakegov.ir.dtypes import DTYPE_BYTES
 from cakegov.ir.errors import InputError
 from cakegov.ir.expr import (
@@ -25,6 +25,7 @@ from cakegov.ir.expr import (
     Block,
     Compare,
     Const,
+    Counter,
     Expr,
     Size,
     StageOf,
@@ -64,6 +65,7 @@ from cakegov.ir.nodes import (
     Value,
     Warps,
 )
+from cakegov.ir.persistent import bad_step, counters_in, grid_extent, is_counter
 from cakegov.ir.subtile import slice_text, static_difference
 from cakegov.plugin import Arg
 
@@ -140,8 +142,9 @@ _RESOURCE_WORDS = {
     "role": "a role",
     "tensor": "a global tensor",
 }
-_DECLARATIONS = ("smem", "fragment", "mbarrier", "named_barrier", "pipeline", "role")
-_EXPR_FUNCS = ("cdiv", "min", "max", "block", "nbytes", "cluster_rank")
+_DECLARATIONS = ("smem", "fragment", "mbarrier", "named_barrier", "pipeline", "role",
+                 "counter")
+_EXPR_FUNCS = ("cdiv", "min", "max", "block", "nbytes", "cluster_rank", "grid")
 
 _FORBIDDEN_STMT = {
     ast.Import: "imports are not part of the schedule language",
@@ -323,6 +326,7 @@ class _Parser:
         self.statements = 0
         self.role_warps = 0  # warps of the role whose body is being parsed
         self.in_subset = False  # inside `with lm.warps(...)`
+        self.counting: list[str] = []  # counters advanced by the enclosing loops
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -658,6 +662,11 @@ class _Parser:
 
     def declaration(self, name: str, call: ast.Call, stmt: ast.stmt) -> None:
         kind = call.func.attr  # type: ignore[union-attr]
+        if kind == "counter":  # cakegov/ir/persistent.py: an index expression, no resource
+            if call.args or call.keywords:
+                self.fail(errors.ARG_TYPE, "`lm.counter()` takes no argument", call)
+            self.bind(name, Counter(name=name), stmt)
+            return
         try:
             if kind == "role":
                 self.declare_role(name, call, stmt)
@@ -971,30 +980,57 @@ class _Parser:
         if not self.is_lm_call(it, "range"):
             self.fail(errors.FORBIDDEN, "loops iterate over `lm.range(start, stop[, step])`", it)
         assert isinstance(it, ast.Call)
-        if it.keywords or not 1 <= len(it.args) <= 3:
-            self.fail(errors.ARG_TYPE, "`lm.range` takes 1 to 3 positional arguments", it)
+        if not 1 <= len(it.args) <= 3:
+            self.fail(errors.ARG_TYPE, "`lm.range` takes 1 to 3 positional arguments and "
+                      "optionally `counter=`", it)
+        counter = self.loop_counter(it)
         exprs = [self.expr(a) for a in it.args]
         start, stop = (Const(value=0), exprs[0]) if len(exprs) == 1 else (exprs[0], exprs[1])
-        step = 1
+        step: int | Expr = 1
         if len(exprs) == 3:
-            if not isinstance(exprs[2], Const) or exprs[2].value <= 0:
-                self.fail(errors.ARG_TYPE, "the loop step must be a positive static integer",
-                          it.args[2])
-            step = exprs[2].value  # type: ignore[union-attr]
+            why = bad_step(exprs[2])
+            if why is not None:
+                self.fail(errors.ARG_TYPE, why, it.args[2])
+            step = exprs[2].value if isinstance(exprs[2], Const) else exprs[2]
         for node, expr in zip(it.args, exprs, strict=False):
-            if any(s.startswith("block:") for s in free_symbols(expr)) and \
-                    not rank_only(expr, self.launch.cluster if self.launch else ()):
-                self.fail(errors.ARG_TYPE, "loop bounds may not depend on the block index "
-                          "(only on `lm.cluster_rank`)", node)
+            if counters_in(expr):
+                self.fail(errors.ARG_TYPE, "a counter cannot bound a loop (a loop's trip "
+                          "count is known when it starts)", node)
         var = stmt.target.id
         self.scopes.append({})
+        self.counting.append(counter or "")
         try:
             self.bind(var, Var(name=var), stmt.target)
             body = self.block(stmt.body, f"{path}.body")
         finally:
             self.scopes.pop()
+            self.counting.pop()
         return For(path=path, span=self.span(stmt), var=var, start=start, stop=stop, step=step,
-                   body=body)
+                   body=body, counter=counter)
+
+    def loop_counter(self, it: ast.Call) -> str | None:
+        """The counter named by `lm.range(..., counter=c)`, or None."""
+        if not it.keywords:
+            return None
+        kw = self.keywords(it, ("counter",))
+        node = kw["counter"]
+        if not isinstance(node, ast.Name):
+            self.fail(errors.ARG_TYPE, "`counter=` names a counter declared with "
+                      "`lm.counter()`", node)
+        binding = self.lookup(node.id)  # type: ignore[union-attr]
+        if binding is None:
+            raise _Unresolved(node.id, "counter", self.span(node),  # type: ignore[union-attr]
+                              [n for s in self.scopes for n, b in s.items() if is_counter(b)])
+        if isinstance(binding, _Poisoned):
+            raise _Dropped
+        if not is_counter(binding):
+            self.fail(errors.ARG_TYPE, f"`{node.id}` is not a counter: declare it with "  # type: ignore[union-attr]
+                      "`lm.counter()`", node)
+        name = node.id  # type: ignore[union-attr]
+        if name in self.counting:
+            self.fail(errors.STRUCTURE, f"counter `{name}` is already advanced by an "
+                      "enclosing loop", node)
+        return name
 
     def primitive_call(self, call: ast.Call, stmt: ast.stmt, path: str) -> Call:
         func = call.func
@@ -1359,6 +1395,17 @@ class _Parser:
                     if not 0 <= axis <= 2:
                         self.fail(errors.ARG_TYPE, "the grid axis is 0, 1 or 2", node.args[0])
                     return Block(axis=axis)
+                if name == "grid":  # cakegov/ir/persistent.py
+                    if self.launch is None:
+                        self.fail(errors.STRUCTURE, "`lm.grid` needs the launch: write "
+                                  "`lm.launch(...)` first", node)
+                    assert self.launch is not None
+                    if len(node.args) != 1:
+                        self.fail(errors.ARG_TYPE, "`lm.grid` takes the grid axis", node)
+                    axis = self.static_int(node.args[0], "the grid axis")
+                    if not 0 <= axis <= 2:
+                        self.fail(errors.ARG_TYPE, "the grid axis is 0, 1 or 2", node.args[0])
+                    return grid_extent(self.launch.grid, axis)
                 if name == "cluster_rank":  # cakegov/ir/cluster.py
                     if self.launch is None:
                         self.fail(errors.STRUCTURE, "`lm.cluster_rank` needs the cluster "
@@ -1394,7 +1441,8 @@ class _Parser:
                 raise _Unresolved(func.value.id, "name", self.span(func.value),
                                   self.visible_names())
         self.fail(errors.FORBIDDEN, "only `lm.cdiv`, `lm.min`, `lm.max`, `lm.block`, "
-                  "`lm.cluster_rank`, `lm.nbytes` and `<pipeline>.stage` may be called in an "
+                  "`lm.grid`, `lm.cluster_rank`, `lm.nbytes` and `<pipeline>.stage` may be "
+                  "called in an "
                   "index expression",
                   node)
         raise AssertionError

@@ -7,7 +7,7 @@ loop variables are prefixed `v_` so that they never collide with a parameter."""
 
 from __future__ import annotations
 
-from cakegov.ir.expr import BinOp, Block, Compare, Const, Expr, Size, StageOf, Var
+from cakegov.ir.expr import BinOp, Block, Compare, Const, Counter, Expr, Size, StageOf, Var
 from cakegov.lower.spellings import GRID_AXES
 
 INT32_MAX = 2**31 - 1
@@ -24,6 +24,11 @@ def loop_var(name: str) -> str:
     return f"v_{name}"
 
 
+def counter_var(name: str) -> str:
+    """A running counter (cakegov/ir/persistent.py): an `int` of each role that uses it."""
+    return f"n_{name}"
+
+
 def cexpr(expr: Expr) -> str:
     """The C++ spelling of `expr` (an `int` or `long long` expression)."""
     match expr:
@@ -37,6 +42,8 @@ def cexpr(expr: Expr) -> str:
             return f"(int)blockIdx.{GRID_AXES[a]}"
         case Var(name=n):
             return loop_var(n)
+        case Counter(name=n):
+            return counter_var(n)
         case BinOp(op=op, lhs=lhs, rhs=rhs) if op in _FUNCS:
             return f"{_FUNCS[op]}({cexpr(lhs)}, {cexpr(rhs)})"
         case BinOp(op=op, lhs=lhs, rhs=rhs):

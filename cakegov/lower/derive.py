@@ -34,6 +34,7 @@ from cakegov.ir.nodes import (
     Warps,
 )
 from cakegov.ir.parse import walk_statements
+from cakegov.ir.persistent import counters_of
 from cakegov.lower.fragments import fragment_layouts
 from cakegov.lower.kernel import (
     CLUSTER_BARRIER,
@@ -215,7 +216,8 @@ class _Lowerer:
             if isinstance(stmt, For):
                 out.append(LFor(path=stmt.path, span=stmt.span, var=stmt.var,
                                 start=stmt.start, stop=stmt.stop, step=stmt.step,
-                                body=self.body(stmt.body, role), subset=self.subset))
+                                body=self.body(stmt.body, role), subset=self.subset,
+                                counter=stmt.counter))
             elif isinstance(stmt, Warps):  # its ops carry the subset (LOp.subset)
                 self.subset = stmt.members
                 try:
@@ -446,7 +448,7 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
             op = "inc" if role.regs > entry else "dec"
         roles.append(LRole(name=role.name, warp_start=role.warp_start,
                            warp_stop=role.warp_stop, regs=role.regs, setmaxnreg=op,
-                           body=lw.body(role.body, role)))
+                           body=lw.body(role.body, role), counters=counters_of(role.body)))
     buffers = []
     for decl in schedule.resources:
         if isinstance(decl, SmemDecl):

@@ -23,8 +23,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template, Tem
 from cakegov import __version__
 from cakegov.check.rulebook import PrimitivePlugin
 from cakegov.ir.cluster import cluster_size
-from cakegov.ir.expr import Const, render
-from cakegov.lower.cexpr import ExprSpellingError, cexpr, loop_var
+from cakegov.ir.expr import Const, render, step_expr
+from cakegov.lower.cexpr import ExprSpellingError, cexpr, counter_var, loop_var
 from cakegov.lower.kernel import (
     CLUSTER_BARRIER,
     LArrive,
@@ -162,7 +162,9 @@ class _Emitter:
         if isinstance(op, LFor):
             body = self.ops(op.body, role, op.subset)
             return self.render("for.cu.j2", var=loop_var(op.var), start=cexpr(op.start),
-                               stop=cexpr(op.stop), step=op.step, body=body)
+                               stop=cexpr(op.stop), step=cexpr(step_expr(op.step)),
+                               advance=f", ++{counter_var(op.counter)}" if op.counter else "",
+                               body=body)
         if isinstance(op, LWait):
             bar = self.barrier(op.barrier)
             return self.render("wait.cu.j2", address=cexpr(bar.slot_offset(op.index)),
@@ -255,7 +257,9 @@ class _Emitter:
                       if role.setmaxnreg else [])
         fragments = [line for f in self.kernel.fragments if f.role == role.name
                      for line in self.fragment(f)]
-        body = self.ops(role.body, role)
+        body = [line for name in role.counters for line in
+                self.render("counter.cu.j2", var=counter_var(name), name=name)]
+        body += self.ops(role.body, role)
         return "\n".join(self.render(
             "role.cu.j2", name=role.name, warp_start=role.warp_start,
             warp_stop=role.warp_stop, thread_start=role.thread_start,

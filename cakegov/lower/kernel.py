@@ -270,12 +270,17 @@ class LCompute(_Op):
 
 
 class LFor(_Op):
+    """A counted loop; `step` is static or an expression over sizes and the grid (a
+    grid-stride tile loop); `counter`: the running counter it advances after each
+    iteration (cakegov/ir/persistent.py)."""
+
     kind: Literal["for"] = "for"
     var: str
     start: Expr
     stop: Expr
-    step: int
+    step: int | Expr
     body: tuple[LOp, ...]
+    counter: str | None = None
 
 
 LOp = Annotated[
@@ -306,6 +311,7 @@ class LRole(_Model):
     regs: int | None
     setmaxnreg: Literal["inc", "dec"] | None
     body: tuple[LOp, ...]
+    counters: tuple[str, ...] = ()  # running counters the body advances or reads
 
     @property
     def warps(self) -> int:
@@ -391,3 +397,4 @@ def role_barrier_id(named_ids: list[int], roles: list[tuple[str, int]], role: st
         return None
     index = multi.index(role)
     return free[index] if index < len(free) else None
+

@@ -7,7 +7,7 @@ fragment layouts and the kernel ABI. Expressions use the schedule's own spelling
 
 from __future__ import annotations
 
-from cakegov.ir.expr import Const, render
+from cakegov.ir.expr import Const, render, step_expr
 from cakegov.lower.kernel import (
     CLUSTER_BARRIER,
     LArrive,
@@ -65,7 +65,8 @@ def _op(op: LOp, depth: int) -> list[str]:
     pad = INDENT * depth
     where = f"    # line {op.span.line}"
     if isinstance(op, LFor):
-        step = f", step {op.step}" if op.step != 1 else ""
+        step = f", step {render(step_expr(op.step))}" if op.step != 1 else ""
+        step += f", advancing counter {op.counter}" if op.counter else ""
         head = (f"{pad}for {op.var} in [{render(op.start)}, {render(op.stop)}){step}:"
                 f"{where}")
         return [head, *_ops(op.body, depth + 1, op.subset)]

@@ -87,17 +87,27 @@ WARP = 32
 
 
 def _walk(ops: tuple[LOp, ...], vars_: dict[str, int], ev: Callable[[Expr, dict], int],
-          rwarp: int = 0) -> Iterator[tuple[LOp, dict[str, int]]]:
+          rwarp: int = 0, counters: dict[str, int] | None = None
+          ) -> Iterator[tuple[LOp, dict[str, int]]]:
     """The ops of a role body that warp `rwarp` of the role executes, in program order,
     loops unrolled lazily (the ops of a `with lm.warps(...)` block it is not part of are
-    skipped)."""
+    skipped). `counters`: the role's running counters (cakegov/ir/persistent.py), advanced
+    after each iteration of a loop that names them and visible to the ops with the loop
+    variables."""
     for op in ops:
         if op.subset is not None and rwarp not in op.subset:
             continue
         if isinstance(op, LFor):
             start, stop = ev(op.start, vars_), ev(op.stop, vars_)
-            for v in range(start, stop, op.step):
-                yield from _walk(op.body, {**vars_, op.var: v}, ev, rwarp)
+            step = op.step if isinstance(op.step, int) else ev(op.step, vars_)
+            if step <= 0:
+                raise NotSimulated(f"{op.path}: the loop step {step} is not positive")
+            for v in range(start, stop, step):
+                yield from _walk(op.body, {**vars_, op.var: v}, ev, rwarp, counters)
+                if op.counter and counters is not None:
+                    counters[op.counter] += 1
+        elif counters:
+            yield op, {**vars_, **counters}
         else:
             yield op, vars_
 
@@ -244,7 +254,8 @@ class Machine:
                 w = Warp(idx, role, rw, self.base + 2 * idx, self.base + 2 * idx + 1,
                          np.zeros(self.width, dtype=np.int64),
                          np.zeros(self.width, dtype=np.int64),
-                         _walk(role.body, {}, self._ev_loop, rw),
+                         _walk(role.body, {}, self._ev_loop, rw,
+                               dict.fromkeys(role.counters, 0)),
                          groups={"wgmma": AsyncGroups(), "bulk": AsyncGroups()},
                          inflight={"wgmma": [], "bulk": []})
                 self.warps.append(w)

@@ -5,7 +5,9 @@ outputs exactly as the GPU runner does; cakegov/gpu/compare.py compares).
 
 CTA sampling: every CTA of a grid of at most `SMALL_GRID` CTAs; otherwise the first, the
 second-to-last and the last along each grid axis (the tail CTAs, where tile guards
-matter) and `RANDOM_CTAS` seeded random ones. With a sample, elements no simulated CTA
+matter), one CTA of each class of CTAs whose protocol differs (cakegov/analysis/ctas.py:
+different trip counts of a persistent tile loop, a CTA with no tile; at most
+`CLASS_CTAS` more) and `RANDOM_CTAS` seeded random ones. With a sample, elements no simulated CTA
 wrote are left out of the comparison (they are filled with the reference); with every
 CTA, an element nobody wrote keeps its poison and fails it."""
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cakegov.analysis.cluster import cross_cta, members
+from cakegov.analysis.ctas import classes as protocol_classes
 from cakegov.analysis.footprint import Footprints
 from cakegov.corpus.workloads import Workload
 from cakegov.gpu.compare import compare_outputs
@@ -46,6 +49,7 @@ from cakegov.sim.state import (
 
 SMALL_GRID = 16
 RANDOM_CTAS = 2
+CLASS_CTAS = 8
 MAX_EVENTS = 200_000  # per run, over all its CTAs
 
 
@@ -71,19 +75,32 @@ def grid_dims(kernel: LoweredKernel, sizes: Mapping[str, int]) -> tuple[int, int
     return dims[0], dims[1], dims[2]
 
 
-def sample_ctas(dims: tuple[int, int, int], seed: int) -> list[tuple[int, int, int]]:
-    """The CTAs a run executes (module docstring), in a deterministic order."""
+def sample_ctas(dims: tuple[int, int, int], seed: int,
+                classes: list[tuple[int, int, int]] | None = None
+                ) -> list[tuple[int, int, int]]:
+    """The CTAs a run executes (module docstring), in a deterministic order. `classes`:
+    one CTA of each protocol class (cakegov.analysis.ctas.classes)."""
     total = dims[0] * dims[1] * dims[2]
     if total <= SMALL_GRID:
         return [tuple(c) for c in itertools.product(*(range(g) for g in dims))]  # type: ignore[misc]
     axes = [sorted({0, max(g - 2, 0), g - 1}) for g in dims]
     picked = [tuple(c) for c in itertools.product(*axes)]
+    extra = [c for c in (classes or []) if c not in picked][:CLASS_CTAS]
+    picked += extra
     rng = random.Random(f"ctas:{seed}")
-    while len(picked) < min(total, len(axes[0]) * len(axes[1]) * len(axes[2]) + RANDOM_CTAS):
+    while len(picked) < min(total, len(axes[0]) * len(axes[1]) * len(axes[2]) + len(extra)
+                            + RANDOM_CTAS):
         c = (rng.randrange(dims[0]), rng.randrange(dims[1]), rng.randrange(dims[2]))
         if c not in picked:
             picked.append(c)
     return picked  # type: ignore[return-value]
+
+
+def cta_classes(kernel: LoweredKernel, sizes: Mapping[str, int]
+                ) -> list[tuple[int, int, int]] | None:
+    """One CTA of each class of CTAs (of clusters) whose protocol differs."""
+    return protocol_classes(kernel, sizes,
+                            cluster=kernel.cluster if cross_cta(kernel) else None)
 
 
 def _tensors(kernel: LoweredKernel, workload: Workload, sizes: Mapping[str, int],
@@ -112,7 +129,8 @@ def simulate_run(kernel: LoweredKernel, workload: Workload, primitives: Mapping,
     try:
         dims = grid_dims(kernel, sizes)
         ctas = list(options.ctas) if options.ctas is not None else \
-            sample_ctas(dims, options.seed)
+            sample_ctas(dims, options.seed, cta_classes(kernel, sizes)
+                        if dims[0] * dims[1] * dims[2] > SMALL_GRID else None)
         result.ctas = ctas
         inputs = make_inputs(workload, sizes, options.seed)
         gmem = GlobalMemory(_tensors(kernel, workload, sizes, inputs.values))

@@ -54,13 +54,14 @@ from cakegov.ir.expr import (
     evaluate,
     free_symbols,
     render,
+    step_expr,
 )
 from cakegov.ir.nodes import SmemDecl
 from cakegov.lower.fragments import view_2d
 
 CODE = "H002"
 NAME = "bulk-copy-size"
-VERSION = "1.2.0"
+VERSION = "1.2.1"
 SEVERITY = "blocking"
 CATEGORY = "hardware"
 STATUS = "stable"
@@ -83,7 +84,8 @@ def divisor(expr, schedule, loops):
         loop = next((lp for lp in loops if lp.var == expr.name), None)
         if loop is None:
             return 1
-        return math.gcd(divisor(loop.start, schedule, loops), loop.step)
+        return math.gcd(divisor(loop.start, schedule, loops),
+                        divisor(step_expr(loop.step), schedule, loops))
     if isinstance(expr, BinOp):
         a = divisor(expr.lhs, schedule, loops)
         b = divisor(expr.rhs, schedule, loops)
@@ -100,25 +102,34 @@ def _env(ctx, sizes, vars_=None, blocks=None):
                pipeline_stages=ctx.pipeline_stages)
 
 
-def _loop_values(ctx, loops, sizes, bound=None):
-    """Assignments of the loop variables (the first values of each loop), outer first."""
+def _loop_values(ctx, loops, sizes, bound=None, blocks=None):
+    """Assignments of the loop variables (the first values of each loop), outer first;
+    `blocks`: the CTA index, for loops whose bounds depend on it (persistent loops)."""
     bound = bound or {}
     if len(bound) == len(loops):
         yield dict(bound)
         return
     loop = loops[len(bound)]
     try:
-        start = evaluate(loop.start, _env(ctx, sizes, bound))
-        stop = evaluate(loop.stop, _env(ctx, sizes, bound))
+        env = _env(ctx, sizes, bound, blocks)
+        start, stop = evaluate(loop.start, env), evaluate(loop.stop, env)
+        step = evaluate(step_expr(loop.step), env)
     except EvalError:
         return
-    for value in itertools.islice(range(start, stop, loop.step), _VALUES_PER_SYMBOL):
-        yield from _loop_values(ctx, loops, sizes, {**bound, loop.var: value})
+    if step <= 0:
+        return
+    for value in itertools.islice(range(start, stop, step), _VALUES_PER_SYMBOL):
+        yield from _loop_values(ctx, loops, sizes, {**bound, loop.var: value}, blocks)
 
 
-def _block_values(ctx, expr, sizes):
-    """Candidate values of each block index in `expr` under `sizes`."""
-    axes = sorted(int(s.split(":")[1]) for s in free_symbols(expr) if s.startswith("block:"))
+def _block_values(ctx, expr, sizes, loops=()):
+    """Candidate values of each block index in `expr` (and in the bounds of `loops`)
+    under `sizes`."""
+    symbols = set(free_symbols(expr))
+    for loop in loops:
+        symbols |= free_symbols(loop.start) | free_symbols(loop.stop) | \
+            free_symbols(step_expr(loop.step))
+    axes = sorted(int(s.split(":")[1]) for s in symbols if s.startswith("block:"))
     launch = ctx.schedule.launch
     choices = []
     for axis in axes:
@@ -135,7 +146,8 @@ def _relevant_loops(expr, loops):
     needed = set(free_symbols(expr))
     for loop in reversed(loops):
         if loop.var in needed:
-            needed |= free_symbols(loop.start) | free_symbols(loop.stop)
+            needed |= free_symbols(loop.start) | free_symbols(loop.stop) | \
+                free_symbols(step_expr(loop.step))
     return tuple(lp for lp in loops if lp.var in needed)
 
 
@@ -144,8 +156,9 @@ def misaligned_witness(ctx, expr, loops, elem_bytes, align):
     multiple of `align`, or None if none is found."""
     relevant = _relevant_loops(expr, loops)
     for sizes in ctx.shapes or [{}]:
-        blocks = _block_values(ctx, expr, sizes)
-        combos = itertools.product(_loop_values(ctx, relevant, sizes), blocks)
+        blocks = _block_values(ctx, expr, sizes, relevant)
+        combos = ((vars_, blk) for blk in blocks
+                  for vars_ in _loop_values(ctx, relevant, sizes, blocks=blk))
         for vars_, blk in itertools.islice(combos, _MAX_COMBINATIONS):
             try:
                 value = evaluate(expr, _env(ctx, sizes, vars_, blk))

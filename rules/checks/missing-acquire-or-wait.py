@@ -11,7 +11,10 @@ or the empty barrier), or a consumer reading a stage without waiting for its dat
 wait before the access, written with the schedule's own barrier expression and a parity
 that follows the ring, has the engine re-check the schedule, and reports only when that
 removes the anomaly: at the unordered access, naming the buffer, the stage and both
-roles, with the witness and the re-checked fix.
+roles, with the witness and the re-checked fix. A copy that no thread waits for before
+the CTA exits, because the role that reads its buffer waits for it only inside a loop
+some CTA never enters (a persistent CTA without a tile), gets the wait before that loop,
+reported at the copy.
 
 ## Why is this bad?
 A producer that refills a stage the consumer has not released overwrites operands while
@@ -43,13 +46,14 @@ from cakegov.analysis.diagnose import (
     program_of,
     role_of,
     slot_stage,
+    statements,
 )
-from cakegov.ir.nodes import PipelineDecl
+from cakegov.ir.nodes import Call, PipelineDecl
 from cakegov.plugin import Repair
 
 CODE = "P008"
 NAME = "missing-acquire-or-wait"
-VERSION = "2.2.0"
+VERSION = "2.3.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -58,6 +62,7 @@ MOTIVATED_BY = (
     "corpus/invalid/gemm/raw_empty_wait_missing.cake",
     "corpus/invalid/kmeans_assign/ring_wait_missing.cake",
     "corpus/invalid/scale/ring_wait_missing.cake",
+    "corpus/invalid/kmeans_assign/persistent_centroids_unwaited_idle_cta.cake",
 )
 
 _KINDS = ("race", "deadlock", "uninit", "lapped", "early-pass", "exit-inflight")
@@ -108,6 +113,8 @@ def _candidates(ctx, anomaly):
                                             "wait for the stage to be handed back before "
                                             "writing it, at the start of the iteration",
                                             subject=access.path, value=(access, other, ""))
+    if anomaly.kind == "exit-inflight":
+        yield from _unwaited_copy(ctx, anomaly)
     if anomaly.kind == "deadlock":  # a pipeline whose producer never arms its full side
         for load in calls(ctx.schedule, ("load",)):
             bar = load.args.get("barrier")
@@ -118,8 +125,42 @@ def _candidates(ctx, anomaly):
                                 subject=load.path, value=(None, None, bar.name))
 
 
+def _unwaited_copy(ctx, anomaly):
+    """A copy no thread waits for before the CTA exits, although another role reads its
+    buffer: that role waits for it where every CTA passes, before the outermost loop
+    around its first read (a persistent CTA without a tile never enters the loop)."""
+    copy = next((e for e in anomaly.events if e.kind == "copy" and e.mem), None)
+    if copy is None:
+        return
+    buffer = copy.mem[0].name
+    for stmt, loops, role in statements(ctx.schedule):
+        if role == copy.role or not isinstance(stmt, Call):
+            continue
+        if not any(a.space == "smem" and a.name == buffer
+                   for a in ctx.effects(stmt).reads):
+            continue
+        place = loops[0].path if loops else stmt.path
+        for form in ("0", "ring", "1", "ring+1"):
+            yield Candidate((Repair("insert_wait_like", place, other=copy.path, form=form),),
+                            f"wait for the copy into `{buffer}` before `{role}` starts the "
+                            "loop that reads it, where every CTA passes (one with no "
+                            "iteration too)" if loops else
+                            f"wait for the copy into `{buffer}` before reading it",
+                            subject=copy.path, value=(None, role, "unwaited"))
+        return
+
+
 def _report(ctx, anomaly, attempt, cand):
     access, other, _ring = cand.value
+    if _ring == "unwaited":
+        return ctx.finding(
+            ctx.node_at(cand.subject),
+            f"`{other}` reads `{anomaly.resource}` only inside a loop that a CTA may not "
+            f"enter, and waits for this copy there: {anomaly.message}",
+            condition="every bulk copy is waited for, in every CTA, before the CTA exits",
+            hint=attempt.fix.description, resource=anomaly.resource or None,
+            role=other, evidence=evidence(anomaly), fix=attempt.fix,
+            explains=attempt.removed)
     program = program_of(ctx, anomaly)
     stage = slot_stage(program, anomaly)
     path = cand.subject

@@ -4,12 +4,15 @@
 The protocol analysis finds a deadlock (a consumer waits for a tile that is never
 produced) or a bulk copy still in flight when the CTA exits (a producer fills a tile
 that no consumer waits for), and the loops through which two roles exchange the tiles
-run different numbers of iterations for some size or CTA: typically one loop counts
-`lm.cdiv(lm.K, BK)` tiles and the other `lm.K // BK`, which differ as soon as `K` is not
-a multiple of the tile (a size the schedule does not declare divisible; the analysis
-checks such a size for every undeclared one). The rule proposes giving one loop the
-other's bound, has the engine re-check the schedule, and reports only when that removes
-the anomaly: at the loop, with the witness and the re-checked fix.
+(loops at the same depth of the two roles' loop nests) run different numbers of
+iterations for some size or CTA: typically one loop counts `lm.cdiv(lm.K, BK)` tiles and
+the other `lm.K // BK`, which differ as soon as `K` is not a multiple of the tile (a size
+the schedule does not declare divisible; the analysis checks such a size for every
+undeclared one), or the persistent tile loops of a producer and a consumer walk
+different numbers of tiles (the analysis runs one CTA of every class of trip counts).
+The rule proposes giving one loop the other's bound, has the engine re-check the
+schedule, and reports only when that removes the anomaly: at the loop, with the witness
+and the re-checked fix.
 
 ## Why is this bad?
 A producer that runs more iterations than its consumer leaves bulk copies that nobody
@@ -38,7 +41,7 @@ from cakegov.plugin import Repair
 
 CODE = "P019"
 NAME = "trip-count-mismatch"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -51,8 +54,9 @@ _KINDS = ("exit-inflight", "deadlock", "race", "uninit")
 
 
 def _loops(ctx):
-    return [(stmt, role.name) for role in ctx.schedule.roles
-            for stmt, _ in walk_statements(role.body) if isinstance(stmt, For)]
+    """Every loop with its role and its depth (the loops around it)."""
+    return [(stmt, role.name, len(around)) for role in ctx.schedule.roles
+            for stmt, around in walk_statements(role.body) if isinstance(stmt, For)]
 
 
 def _candidates(ctx, anomaly):
@@ -62,9 +66,12 @@ def _candidates(ctx, anomaly):
     trips = program.trip_counts
     loops = _loops(ctx)
     involved = {e.role for e in anomaly.events}
-    for a, role_a in loops:
-        for b, role_b in loops:
-            if role_a == role_b or a.path not in trips or b.path not in trips:
+    for a, role_a, depth_a in loops:
+        for b, role_b, depth_b in loops:
+            # the loops that exchange tiles sit at one depth of their roles' loop nests
+            # (a persistent tile loop with the other's tile loop, a K loop with a K loop)
+            if role_a == role_b or depth_a != depth_b or a.path not in trips or \
+                    b.path not in trips:
                 continue
             if trips[a.path] == trips[b.path]:
                 continue
