@@ -8,11 +8,13 @@ The dynamic shared-memory window is only guaranteed 16-byte aligned, so when a b
 needs more, the kernel rounds its base up at run time and the layout reserves the
 worst-case slack of `max_align - 16` bytes.
 
-A schedule with a zero-padded bulk load (`pad=True`) also gets a *zero row* after the
-barriers: as many zero bytes as the widest padded tile row, 16-byte aligned. The lowered
-kernel fills the part of a tail tile outside the tensor with bulk copies from this row
-(shared to shared), so every tile delivers exactly its full byte count to its mbarrier
-(see docs/lowering.md, "Tail tiles")."""
+A schedule with a zero-padded load (`pad=True`) that stays on the row-wise bulk-copy path
+(a 1-D tensor, a tile no tensor map takes: cakegov/lower/tma.py) also gets a *zero row*
+after the barriers: as many zero bytes as the widest such tile row, 16-byte aligned. The
+lowered kernel fills the part of a tail tile outside the tensor with bulk copies from this
+row (shared to shared), so every tile delivers exactly its full byte count to its mbarrier
+(see docs/lowering.md, "Tail tiles"). Tensor-map loads need no zero row: the hardware fills
+the out-of-bounds part of a box with zeros and still completes its full bytes."""
 
 from __future__ import annotations
 
@@ -20,15 +22,12 @@ from dataclasses import dataclass
 
 from cakegov.ir.nodes import (
     SWIZZLE_BYTES,
-    BoolValue,
-    Call,
     MBarrierDecl,
     PipelineDecl,
     Schedule,
     SmemDecl,
-    SmemRef,
 )
-from cakegov.ir.parse import walk_statements
+from cakegov.lower.tma import needs_zero_row
 
 BASE_ALIGN = 16  # what the CUDA runtime guarantees for extern __shared__ arrays
 MBARRIER_BYTES = 8
@@ -87,18 +86,9 @@ def _round_up(value: int, align: int) -> int:
 
 
 def zero_row_bytes(schedule: Schedule) -> int:
-    """Bytes of the zero row: the widest row of a buffer that a `pad=True` load fills,
-    rounded up to 16 (0 when no load pads)."""
-    widest = 0
-    decls = {d.name: d for d in schedule.resources}
-    for role in schedule.roles:
-        for stmt, _ in walk_statements(role.body):
-            if not (isinstance(stmt, Call) and stmt.primitive == "load"):
-                continue
-            pad, dst = stmt.args.get("pad"), stmt.args.get("dst")
-            decl = decls.get(dst.name) if isinstance(dst, SmemRef) else None
-            if isinstance(pad, BoolValue) and pad.value and isinstance(decl, SmemDecl):
-                widest = max(widest, decl.row_bytes)
+    """Bytes of the zero row: the widest row of a buffer that a `pad=True` load fills on
+    the row-wise path, rounded up to 16 (0 when no such load pads)."""
+    widest = max((decl.row_bytes for decl in needs_zero_row(schedule)), default=0)
     return _round_up(widest, BASE_ALIGN)
 
 
