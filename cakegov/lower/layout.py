@@ -4,6 +4,8 @@ This is the one derivation of offsets in the project: the checker's capacity rul
 protocol analysis and the CUDA emitter all read it. Buffers are placed in declaration
 order, each aligned to the larger of its declared alignment and its swizzle repeat; the
 mbarriers (8 bytes each; a pipeline owns a full and an empty barrier per stage) follow.
+A buffer that a tensor-map copy fills or drains is aligned to at least 128 bytes (and a
+buffer that aliases storage raises its root's alignment to its own).
 The dynamic shared-memory window is only guaranteed 16-byte aligned, so when a buffer
 needs more, the kernel rounds its base up at run time and the layout reserves the
 worst-case slack of `max_align - 16` bytes.
@@ -27,7 +29,7 @@ from cakegov.ir.nodes import (
     Schedule,
     SmemDecl,
 )
-from cakegov.lower.tma import needs_zero_row
+from cakegov.lower.tma import TMA_SMEM_ALIGN, needs_zero_row, tensor_map_buffers
 
 BASE_ALIGN = 16  # what the CUDA runtime guarantees for extern __shared__ arrays
 MBARRIER_BYTES = 8
@@ -77,8 +79,12 @@ class SmemLayout:
         return next((b for b in self.buffers if b.name == name), None)
 
 
-def buffer_alignment(decl: SmemDecl) -> int:
-    return max(decl.align, SWIZZLE_REPEAT.get(decl.swizzle, 0), BASE_ALIGN)
+def buffer_alignment(decl: SmemDecl, tensor_map: bool = False) -> int:
+    """The larger of the declared alignment, the swizzle repeat and 16; at least 128 for a
+    buffer a tensor-map copy fills or drains (`tensor_map`: its shared-memory address must
+    be 128-byte aligned, cakegov/lower/tma.py)."""
+    return max(decl.align, SWIZZLE_REPEAT.get(decl.swizzle, 0), BASE_ALIGN,
+               TMA_SMEM_ALIGN if tensor_map else 0)
 
 
 def _round_up(value: int, align: int) -> int:
@@ -94,6 +100,13 @@ def zero_row_bytes(schedule: Schedule) -> int:
 
 def smem_layout(schedule: Schedule) -> SmemLayout:
     """The shared-memory layout of `schedule`."""
+    tma = tensor_map_buffers(schedule)
+    need: dict[str, int] = {}  # a root is aligned for every view that aliases it
+    for decl in schedule.resources:
+        if isinstance(decl, SmemDecl):
+            need[decl.name] = buffer_alignment(decl, decl.name in tma)
+            if decl.alias in need:
+                need[decl.alias] = max(need[decl.alias], need[decl.name])
     offset = 0
     buffers: list[BufferSlot] = []
     padding = 0
@@ -107,13 +120,13 @@ def smem_layout(schedule: Schedule) -> SmemLayout:
             # an alias starts at its root's offset and takes no storage of its own; one
             # larger than its root (rule R010) still ends inside the layout
             slot = BufferSlot(decl.name, root.offset, decl.stage_bytes, decl.stages,
-                              buffer_alignment(decl), 0, alias=root.name)
+                              need[decl.name], 0, alias=root.name)
             buffers.append(slot)
             slots[decl.name] = slot
             max_align = max(max_align, slot.align)
             offset = max(offset, slot.offset + slot.bytes)
             continue
-        align = buffer_alignment(decl)
+        align = need[decl.name]
         max_align = max(max_align, align)
         start = _round_up(offset, align)
         padding += start - offset

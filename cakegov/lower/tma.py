@@ -19,12 +19,15 @@ Hardware facts (CUDA driver API, `cuTensorMapEncodeTiled`; PTX ISA 9.7.9.27
   count towards the bytes the copy completes on its mbarrier, so a tail tile delivers its
   full stage bytes with no zero row (docs/lowering.md, "Tail tiles");
 - a tensor store (`cp.async.bulk.tensor...global.shared::cta.bulk_group`) writes only the
-  elements inside the tensor.
+  elements inside the tensor;
+- the shared-memory address of every box is 128-byte aligned (`TMA_SMEM_ALIGN`), the
+  global address and row pitch 16-byte aligned (checked on the host, cakegov/gpu/tensormap.py).
 
 What tensor maps do not take here, and so keeps the row-wise `cp.async.bulk` path (with
 its zero row for `pad=True`): a copy from or to a 1-D tensor (the issue scopes tensor maps
 to tensors of two or more dimensions), an element type without a `CUtensorMapDataType`,
-and a tile whose rows are wider than 256 elements or not a multiple of 16 bytes. A buffer
+a tile whose rows are wider than 256 elements or not a multiple of 16 bytes, and a
+multi-stage buffer whose stages are not 128-byte multiples. A buffer
 declared with a swizzle keeps the row-major layout when any copy into or out of it stays
 row-wise, or when its tile is not a whole number of 8-row swizzle atoms; the reason is
 recorded (`LBuffer.note`) and printed by `cakegov lower`."""
@@ -41,6 +44,10 @@ from cakegov.lower.swizzle import CHUNK_BYTES, ROWS_PER_ATOM, LayoutError, Swizz
 from cakegov.lower.swizzle import mode as swizzle_mode
 
 BOX_MAX = 256  # elements per box dimension (cuTensorMapEncodeTiled: boxDim[i] <= 256)
+# The shared-memory address of a tensor-map copy must be 128-byte aligned (CUDA C++
+# Programming Guide, "Using TMA to transfer multi-dimensional arrays", alignment table);
+# the layout aligns such buffers so, and every stage and box must keep it.
+TMA_SMEM_ALIGN = 128
 
 # CUtensorMapDataType enumerators (CUDA driver API): tensor maps move bytes, so the fp8
 # formats and 8-bit integers travel as UINT8.
@@ -104,6 +111,9 @@ def tile_plan(decl: SmemDecl, swizzled: bool) -> TilePlan | str:
         return f"{decl.dtype} has no tensor-map element type"
     rows, cols = copy_tile(decl)
     elem = dtype_bytes(decl.dtype)
+    if decl.stages > 1 and decl.stage_bytes % TMA_SMEM_ALIGN:
+        return (f"its stages of {decl.stage_bytes} bytes would put later stages off the "
+                f"{TMA_SMEM_ALIGN}-byte alignment tensor-map copies need")
     box_rows = min(rows, BOX_MAX)
     if rows % box_rows:
         return (f"{rows} rows do not split into boxes of at most {BOX_MAX} rows of equal "
@@ -190,6 +200,14 @@ def copy_plan(decl: SmemDecl, rank: int, layout: BufferLayout) -> TilePlan | str
     if why is not None:
         return why
     return tile_plan(decl, layout.swizzled)
+
+
+def tensor_map_buffers(schedule: Schedule) -> set[str]:
+    """The buffers at least one tensor-map copy fills or drains."""
+    decls = {d.name: d for d in schedule.resources if isinstance(d, SmemDecl)}
+    layouts = buffer_layouts(schedule)
+    return {name for _stmt, name, rank in _copies(schedule) if name in decls
+            and not isinstance(copy_plan(decls[name], rank, layouts[name]), str)}
 
 
 def needs_zero_row(schedule: Schedule) -> list[SmemDecl]:

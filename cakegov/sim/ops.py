@@ -37,6 +37,7 @@ from cakegov.ir.expr import Expr
 from cakegov.lower.fragments import view_2d
 from cakegov.lower.wgmma import WGMMA_K_BYTES, WGMMA_M, MatrixDescriptor, encode_field
 from cakegov.sim.memory import decode
+from cakegov.sim.state import OOB
 
 if TYPE_CHECKING:
     from cakegov.sim.machine import Machine, Warp
@@ -141,8 +142,14 @@ class OpSim:
             if key not in cache:
                 cache[key] = _descriptor_addresses(getattr(w, side), start, groups, blocks,
                                                    block_rows, w.k_steps, buf)
-            addrs = cache[key]
-            raw = self.m.smem.data[addrs.reshape(-1)]
+            addrs = cache[key].reshape(-1)
+            outside = (addrs < 0) | (addrs >= self.m.smem.data.size)
+            if outside.any():
+                line = self.op.span.line
+                raise self.m.defect(OOB, f"line {line}: the wgmma descriptors of `{ref.name}` "
+                                    f"read shared byte {int(addrs[np.argmax(outside)])}, "
+                                    f"outside the CTA's {self.m.smem.data.size} bytes", line)
+            raw = self.m.smem.data[addrs]
             rows, cols = view_2d(buf.shape)
             out.append(decode(buf.dtype, raw).reshape(rows, cols))
         return out[0], out[1]
