@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from cakegov.analysis.footprint import owners
+from cakegov.gpu.device import cuda_available
 from cakegov.gpu.tensormap import (
     TENSOR_MAP_DTYPE,
     TensorMapError,
@@ -403,3 +404,40 @@ def test_lbuffer_without_a_swizzle_is_row_major():
     buf = LBuffer(name="x", dtype="f32", shape=(4, 8), stages=1, offset=0, stage_bytes=128,
                   align=16, swizzle="none")
     assert buf.tile() is None and buf.element_offset(2, 3) == (2 * 8 + 3) * 4
+
+
+@pytest.mark.parametrize("path", sorted((CORPUS / "valid").rglob("*.cake")),
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_valid_tensor_map_encodes_at_every_shape_it_runs(path, lowered, workloads,
+                                                               checker):
+    """What the GPU check will ask of the driver, without one: every tensor map of every
+    valid schedule at its check and headline shapes meets cuTensorMapEncodeTiled's
+    documented requirements (a 256-byte aligned allocation stands for CuPy's)."""
+    from cakegov.gpu.data import headline_shapes, select_shapes
+
+    k = lowered(path)
+    schedule = parse_bytes(path.read_bytes(), checker.vocabulary)
+    wl = workloads[schedule.workload]
+    shapes = select_shapes(wl, schedule.sizes, schedule.divisible)
+    shapes += headline_shapes(wl, schedule.sizes, schedule.divisible)[0]
+    for sizes in shapes:
+        for spec in specs(k, sizes):
+            assert problems(spec, 256) == [], (sizes, spec)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a CUDA device")
+def test_the_driver_encodes_the_fast_gemm_tensor_maps(lowered):
+    """On a device: cuTensorMapEncodeTiled accepts every tensor map of the fast GEMM at the
+    headline shape over CuPy buffers, and the bytes differ per buffer."""
+    import cupy
+
+    k = lowered(FAST)
+    sizes = {"M": 4096, "N": 4096, "K": 4096}
+    encoded = []
+    for spec in specs(k, sizes):
+        buf = cupy.zeros((spec.rows, spec.cols), dtype=cupy.uint16)
+        value = encode(spec, int(buf.data.ptr))
+        assert value.nbytes == 128 and value["opaque"].any()
+        encoded.append(bytes(value.tobytes()))
+    assert len(set(encoded)) == len(encoded)

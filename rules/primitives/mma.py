@@ -123,7 +123,9 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
     static_assert(TRANSB, "fp8 mma reads b stored N x K (transpose_b=True)");
     static_assert(K % 32 == 0, "fp8 mma steps K by 32");
     const int q4 = 4 * (t.tid % 4);
-#pragma unroll
+    // one k step at a time: the fp8 tiles of a 128 x 128 block are register-heavy next to
+    // the two f32 accumulators a block-scaled GEMM keeps (unrolling K spills)
+#pragma unroll 1
     for (int kk = 0; kk < K; kk += 32) {
       u32 af[AccT::TM][4];
       u32 bf[AccT::TN][2];
