@@ -368,8 +368,9 @@ def test_encoding_passes_the_documented_arguments():
     # data type BFLOAT16, rank 2, address, dims innermost first, the row pitch, the box,
     # element strides 1, no interleave, 128B swizzle, 256 B L2 promotion, zero fill
     assert args == (9, 2, 1 << 20, [320, 1000], [640], [64, 128], [1, 1], 0, 3, 3, 0)
-    assert value.dtype == TENSOR_MAP_DTYPE and value.nbytes == 128
-    assert list(value["opaque"]) == list(range(16))
+    # one element of 128 bytes: CuPy passes a size-one numpy array by value
+    assert value.dtype == TENSOR_MAP_DTYPE and value.shape == (1,) and value.nbytes == 128
+    assert list(value["opaque"][0]) == list(range(16))
 
 
 def test_encoding_refuses_what_the_driver_would_with_a_clear_error():
@@ -438,6 +439,6 @@ def test_the_driver_encodes_the_fast_gemm_tensor_maps(lowered):
     for spec in specs(k, sizes):
         buf = cupy.zeros((spec.rows, spec.cols), dtype=cupy.uint16)
         value = encode(spec, int(buf.data.ptr))
-        assert value.nbytes == 128 and value["opaque"].any()
+        assert value.shape == (1,) and value.nbytes == 128 and value["opaque"].any()
         encoded.append(bytes(value.tobytes()))
     assert len(set(encoded)) == len(encoded)

@@ -408,7 +408,7 @@ def test_a_correct_kernel_passes_and_records_every_shape(rulebook, workloads, tm
     # the 32 x 256 f32 tile arrives through a tensor map (no zero row: the map fills the
     # tail with zeros), which the launch records with its extents at this shape
     assert rec["kernel"]["launch"] == {
-        "grid": [32, 2, 1], "block": [128, 1, 1], "smem_bytes": 32776,
+        "grid": [32, 2, 1], "block": [128, 1, 1], "smem_bytes": 32888,
         "tensor_maps": [{"name": "tmap_X_0", "tensor": "X", "dtype": "f32", "rows": 1000,
                          "cols": 336, "box_rows": 32, "box_cols": 256, "swizzle": "none"}]}
     assert rec["kernel"]["entry"] == "scale_tile" and rec["kernel"]["artifact"] == "source"
@@ -729,7 +729,8 @@ def test_cupy_device_control_flow_on_a_numpy_stand_in(rulebook, workloads, tmp_p
     assert [a.dtype for a in args] == [np.float32, np.float32, np.int32, np.int32,
                                        TENSOR_MAP_DTYPE]
     (spec,) = launch.tensor_maps
-    assert args[4]["opaque"][1] == args[0].data.ptr and args[4].nbytes == 128
+    assert args[4]["opaque"][0][1] == args[0].data.ptr and args[4].shape == (1,)
+    assert args[4].nbytes == 128
     first = cp.driver.calls[0]
     assert first[1:3] == (2, args[0].data.ptr)  # rank 2, X's address
     assert first[3:6] == ([64, 64], [64 * 4], [spec.box_cols, spec.box_rows])

@@ -208,7 +208,7 @@ class CupyDevice:
         self._tmp = tempfile.TemporaryDirectory(prefix="cakegov-cubin-")
         self._modules: list[Any] = []  # keep loaded modules alive
         self._hung = False  # a kernel never finished: freeing memory would block forever
-        self._maps: dict[tuple[TensorMapSpec, int], np.void] = {}  # encoded per buffer
+        self._maps: dict[tuple[TensorMapSpec, int], np.ndarray] = {}  # encoded per buffer
 
     # ---- kernels ---------------------------------------------------------------------
 
@@ -258,7 +258,7 @@ class CupyDevice:
                 *(np.int32(v) for v in launch.sizes),
                 *(self._tensor_map(spec, arrays[spec.tensor]) for spec in launch.tensor_maps))
 
-    def _tensor_map(self, spec: TensorMapSpec, array: Any) -> np.void:
+    def _tensor_map(self, spec: TensorMapSpec, array: Any) -> np.ndarray:
         """The encoded tensor map of `spec` over `array` (cached per device address: the
         timed loop never encodes)."""
         key = (spec, int(array.data.ptr))

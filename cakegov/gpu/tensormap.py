@@ -30,8 +30,10 @@ from cakegov.lower.swizzle import MODES
 from cakegov.lower.tma import BOX_MAX, TENSOR_MAP_DTYPES
 
 TENSOR_MAP_BYTES = 128  # sizeof(CUtensorMap): 16 x cuuint64_t, 64-byte aligned
-# One CUtensorMap as a numpy structured scalar: CuPy passes numpy structured values by
-# value as kernel arguments (the driver lays the 128 bytes out at the parameter's offset).
+# One CUtensorMap as a one-element numpy array of a 128-byte structured type: CuPy passes
+# a numpy.ndarray of size one by value as a kernel argument (cupy/cuda/function.pyx,
+# `CNumpyArray`: a pointer to its bytes in the launch's parameter list; the driver copies
+# them to the parameter's offset).
 TENSOR_MAP_DTYPE = np.dtype([("opaque", np.uint64, (TENSOR_MAP_BYTES // 8,))])
 L2_PROMOTION_256B = 3  # CU_TENSOR_MAP_L2_PROMOTION_L2_256B
 MAX_DIM = 1 << 32  # globalDim[i] <= 2^32
@@ -118,9 +120,10 @@ def _driver() -> Any:
     return driver
 
 
-def encode(spec: TensorMapSpec, address: int, driver: Any = None) -> np.void:
-    """The 128 bytes of `spec` over the tensor at device address `address`, as a numpy
-    structured scalar (a kernel argument passed by value). Raises TensorMapError."""
+def encode(spec: TensorMapSpec, address: int, driver: Any = None) -> np.ndarray:
+    """The 128 bytes of `spec` over the tensor at device address `address`, as a
+    one-element array of TENSOR_MAP_DTYPE (a kernel argument passed by value). Raises
+    TensorMapError."""
     where = f"tensor map {spec.name} ({spec.tensor} {spec.dtype}[{spec.rows}, {spec.cols}], " \
             f"box {spec.box_rows} x {spec.box_cols}, swizzle {spec.swizzle})"
     bad = problems(spec, address)
@@ -151,4 +154,4 @@ def encode(spec: TensorMapSpec, address: int, driver: Any = None) -> np.void:
     if words.size * 8 != TENSOR_MAP_BYTES:
         raise TensorMapError(f"{where}: the driver returned {words.size * 8} bytes, not "
                              f"{TENSOR_MAP_BYTES}")
-    return words.view(TENSOR_MAP_DTYPE)[0]
+    return words.view(TENSOR_MAP_DTYPE)
