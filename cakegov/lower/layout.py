@@ -4,8 +4,8 @@ This is the one derivation of offsets in the project: the checker's capacity rul
 protocol analysis and the CUDA emitter all read it. Buffers are placed in declaration
 order, each aligned to the larger of its declared alignment and its swizzle repeat; the
 mbarriers (8 bytes each; a pipeline owns a full and an empty barrier per stage) follow.
-A buffer that a tensor-map copy fills or drains is aligned to at least 128 bytes (and a
-buffer that aliases storage raises its root's alignment to its own).
+A buffer that a tensor-map copy fills or drains is aligned to at least 128 bytes (a root
+too, when a view aliasing it is such a buffer).
 The dynamic shared-memory window is only guaranteed 16-byte aligned, so when a buffer
 needs more, the kernel rounds its base up at run time and the layout reserves the
 worst-case slack of `max_align - 16` bytes.
@@ -101,12 +101,14 @@ def zero_row_bytes(schedule: Schedule) -> int:
 def smem_layout(schedule: Schedule) -> SmemLayout:
     """The shared-memory layout of `schedule`."""
     tma = tensor_map_buffers(schedule)
-    need: dict[str, int] = {}  # a root is aligned for every view that aliases it
+    need: dict[str, int] = {}
     for decl in schedule.resources:
         if isinstance(decl, SmemDecl):
             need[decl.name] = buffer_alignment(decl, decl.name in tma)
-            if decl.alias in need:
-                need[decl.alias] = max(need[decl.alias], need[decl.name])
+            # a root is aligned for the tensor-map copies of the views that alias it (the
+            # other alignments an alias needs are the schedule's to meet: rule R010)
+            if decl.alias in need and decl.name in tma:
+                need[decl.alias] = max(need[decl.alias], TMA_SMEM_ALIGN)
     offset = 0
     buffers: list[BufferSlot] = []
     padding = 0
