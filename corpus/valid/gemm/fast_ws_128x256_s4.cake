@@ -12,14 +12,14 @@ accumulator goes straight from registers to C with a tail mask."""
 # expect: clean
 @cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
 def gemm_fast_ws_128x256_s4(lm, A, B, C):
-    BM, BN, BK, S = 128, 256, 64, 4
+    BM, BN, BK = 128, 256, 64
     lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=12)
-    a_s = lm.smem("bf16", (BM, BK), stages=S, swizzle="128B")
-    b_s = lm.smem("bf16", (BN, BK), stages=S, swizzle="128B")
+    a_s = lm.smem("bf16", (BM, BK), stages=4, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=4, swizzle="128B")
     producer = lm.role(warps=range(0, 4), regs=40)
     consumer = lm.role(warps=range(4, 12), regs=232)
     acc = lm.fragment("f32", (BM, BN), role=consumer)
-    ring = lm.pipeline(stages=S, buffers=[a_s, b_s], producer=producer, consumer=consumer)
+    ring = lm.pipeline(stages=4, buffers=[a_s, b_s], producer=producer, consumer=consumer)
     m0, n0 = lm.block(0) * BM, lm.block(1) * BN
     KT = lm.cdiv(lm.K, BK)
     with producer:
