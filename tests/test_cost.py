@@ -74,6 +74,26 @@ def test_bank_conflicts_follow_the_row_stride():
     assert conflict_degree(144) == 1  # a 16-byte pad per row spreads the rows
 
 
+def test_bank_conflicts_follow_the_lowered_layout():
+    from cakegov.cost.profile import buffer_conflict
+    from cakegov.lower.kernel import LBuffer
+
+    def buf(swizzle, layout):
+        return LBuffer(name="a", dtype="bf16", shape=(128, 64), stages=1, offset=0,
+                       stage_bytes=16384, align=1024, swizzle=swizzle, layout=layout)
+
+    # 128-byte bf16 rows: 8-way row-major, conflict-free once the 128B swizzle is applied;
+    # a declared swizzle the lowering could not apply changes nothing
+    assert buffer_conflict(buf("none", "row_major")) == 8
+    assert buffer_conflict(buf("128B", "row_major")) == 8
+    assert buffer_conflict(buf("128B", "swizzled")) == 1
+    assert buffer_conflict(buf("64B", "row_major").model_copy(
+        update={"shape": (128, 32), "stage_bytes": 8192})) == 4
+    assert buffer_conflict(LBuffer(name="b", dtype="bf16", shape=(128, 32), stages=1,
+                                   offset=0, stage_bytes=8192, align=512, swizzle="64B",
+                                   layout="swizzled")) == 1
+
+
 # ---- parameters -----------------------------------------------------------------------
 
 def _data(target: str = "sm_90a") -> dict:

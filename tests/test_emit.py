@@ -25,6 +25,8 @@ WS = CORPUS / "valid/gemm/ws_pipeline_s4.cake"
 KMEANS = CORPUS / "valid/kmeans_assign/rows_pipelined_s2.cake"
 SCALE = CORPUS / "valid/scale/tile_1stage.cake"
 STORE_ASYNC = CORPUS / "valid/scale/store_async_epilogue.cake"
+WIDE = CORPUS / "valid/scale/wide_rows_bulk.cake"
+WGMMA = CORPUS / "valid/gemm/wgmma_trailing_release_s4.cake"
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +64,16 @@ def test_provenance_header(kernel_of, emit, rulebook):
                         f"{__version__}. Do not edit.")
     assert lines[1] == f"// schedule sha256:  {k.schedule_sha256}"
     assert lines[2] == f"// verifier digest:  {rulebook.digest()}"
-    assert "dynamic shared memory 132272 bytes" in lines[4]
+    assert "dynamic shared memory 132144 bytes" in lines[4]
 
 
 def test_ws_gemm_kernel_abi_and_register_budgets(kernel_of, emit):
     src = emit(kernel_of(WS)).source
     assert ('extern "C" __global__ void __launch_bounds__(384, 1)\n'
             "gemm_ws_s4(const cg::bf16* __restrict__ A, const cg::bf16* __restrict__ B, "
-            "float* __restrict__ C, int M, int N, int K) {") in src
+            "float* __restrict__ C, int M, int N, int K, "
+            "const __grid_constant__ cg::TensorMap tmap_A_0, "
+            "const __grid_constant__ cg::TensorMap tmap_B_1) {") in src
     loader = src.index("// role loader")
     math = src.index("// role math")
     dec = src.index('asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");')
@@ -86,7 +90,9 @@ def test_ws_gemm_kernel_abi_and_register_budgets(kernel_of, emit):
 def test_kmeans_abi_guards_fixed_sizes(kernel_of, emit):
     src = emit(kernel_of(KMEANS)).source
     assert ("kmeans_rows_s2(const float* __restrict__ X, const float* __restrict__ C, "
-            "int* __restrict__ labels, int N, int K, int D) {") in src
+            "int* __restrict__ labels, int N, int K, int D, "
+            "const __grid_constant__ cg::TensorMap tmap_C_0, "
+            "const __grid_constant__ cg::TensorMap tmap_X_1) {") in src
     assert "if (K != 16) return;" in src and "if (D != 64) return;" in src
 
 
@@ -135,8 +141,11 @@ def test_fragments_and_zero_row(kernel_of, emit):
     src = emit(kernel_of(WS)).source
     assert "cg::FragMma<float, 128, 128, 4, 2> f_acc;" in src
     assert "(0u - cg_raw) & 1023u" in src  # base rounded up to the 1024-byte swizzle repeat
-    assert "i < 32; i += 384) reinterpret_cast<cg::u32*>(cg_smem + 131136)[i] = 0u;" in src
-    assert "cg::load_tile<cg::bf16, 128, 64, true>(" in src
+    assert "Zero row" not in src and "cg::load_tile<" not in src  # tensor maps pad
+    wide = emit(kernel_of(WIDE)).source  # rows wider than a box: row-wise, zero row
+    assert "i < 512; i += 128) reinterpret_cast<cg::u32*>(cg_smem + 16400)[i] = 0u;" in wide
+    assert "cg::load_tile<float, 8, 512, true>(" in wide
+    assert "// row-wise cp.async.bulk: rows of 512 elements are wider than a box" in wide
     km = emit(kernel_of(KMEANS)).source
     assert "cg::FragRows<float, 64, 16, 128> f_dist;" in km
     assert "cg::reduce<cg::red_argmin, 1>(" in km
@@ -145,13 +154,73 @@ def test_fragments_and_zero_row(kernel_of, emit):
 
 
 def test_store_async_is_issued_after_a_role_barrier_and_drained(kernel_of, emit):
-    src = emit(kernel_of(STORE_ASYNC)).source
+    k = kernel_of(STORE_ASYNC)
+    src = emit(k).source
     body = src[src.index("// role worker"):]
     fence = body.index("cg::fence_proxy_async();")
     sync = body.index("cg::named_sync<1, 128>();  // named barrier role worker", fence)
-    issue = body.index("cg::store_async<false>(", sync)
-    drain = body.index("cg::bulk_wait_read<0>();", issue)
+    # a 2-D tile into a 2-D tensor: one tensor-map store by the role's first thread
+    issue = body.index("if (cg_rtid == 0) {  // tensor map tmap_Y_1", sync)
+    store = body.index("cg::tma_store_2d(&tmap_Y_1, (int)(((int)blockIdx.y * 256)) + 0,",
+                       issue)
+    commit = body.index("cg::bulk_commit();", store)
+    drain = body.index("cg::bulk_wait_read<0>();", commit)
     assert body.index("cg::named_sync<1, 128>();", drain) > drain
+    assert "cg::store_async<" not in body
+    assert k.tensor_map("tmap_Y_1").box_cols == 256
+
+
+def test_tensor_map_loads_print_the_lowered_boxes(kernel_of, emit):
+    k = kernel_of(WS)
+    src = emit(k).source
+    loops = [op for role in k.roles for op in role.body if isinstance(op, LFor)]
+    for op in (child for loop in loops for child in loop.body):
+        if op.kind != "copy":
+            continue
+        buf = k.buffer(op.buffer)
+        (box,) = op.tma.boxes
+        line = (f"cg::tma_load_2d(cg_base + (cg::u32)({cexpr(buf.stage_offset(op.stage))})"
+                f" + {box.offset}u, &{op.tma.map},")
+        assert line in src
+    # one elected thread issues, after the role barrier the lowering inserts
+    assert src.count("if (cg_rtid == 0) {  // tensor map tmap_") == 2
+
+
+def test_wgmma_prints_the_lowered_descriptors(kernel_of, emit):
+    k = kernel_of(WGMMA)
+    src = emit(k).source
+    mma = next(op for role in k.roles for op in role.body
+               if isinstance(op, LCompute) and op.primitive == "mma_async")
+    w = mma.wgmma
+    assert "cg::FragWgmma<float, 64, 128, 1, 1, 1, 1, 128> f_acc;" in src
+    assert "__device__ __forceinline__ void wgmma_m64n128k16_bf16(float* d," in src
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " in src
+    assert '"+f"(d[63])' in src and '"+f"(d[64])' not in src  # N / 2 registers
+    # every K step: the stage base plus the derived start offset, with the derived high bits
+    for s_ in range(w.k_steps):
+        assert (f"cg::wgmma_desc(cg_da + {w.a.starts[0][s_]}u, {w.a.hi:#x}ull)") in src
+        assert (f"cg::wgmma_desc(cg_db + {w.b.starts[0][s_]}u, {w.b.hi:#x}ull)") in src
+    body = src[src.index("// role math"):]
+    fence = body.index("cg::wgmma_fence();")
+    first = body.index("cg::wgmma_m64n128k16_bf16(&f_acc.v[0],", fence)
+    assert body.index("cg::wgmma_commit();", first) > first
+    assert "cg_keep);" in body and "true);" in body  # scale-d: init only on the first K step
+    # mma_wait is a real wait, then the accumulator registers are fenced
+    assert "cg::wgmma_wait<1>();" in body and "cg::wgmma_wait<0>();" in body
+    assert body.index("cg::fence_operand(f_acc);", body.index("cg::wgmma_wait<0>();"))
+    assert "mma.sync" not in body
+
+
+def test_an_mma_async_that_keeps_mma_sync_says_why(kernel_of, emit, checker, rulebook,
+                                                   workloads):
+    text = WGMMA.read_text().replace('swizzle="128B"', 'swizzle="none"')
+    schedule = parse_bytes(text.encode(), checker.vocabulary)
+    k = lower_checked(schedule, rulebook, workloads["gemm"], "no_swizzle.cake")
+    src = emit(k).source
+    assert "wgmma_m64n" not in src and "cg::mma<true>(" in src
+    assert "// mma.sync: operand `a_s` is not in the swizzled layout wgmma reads through " \
+           "its descriptors (declared without a swizzle)" in src
+    assert "// mma_async runs as synchronous mma.sync (docs/lowering.md)" in src
 
 
 def test_markers_map_cuda_lines_to_ir_statements(kernel_of, emit):

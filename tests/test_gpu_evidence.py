@@ -23,12 +23,12 @@ def _scale_run(kernel, rulebook, workloads, tmp_path):
     cp = _NumpyCupy({"scale_tile": kernel})
     outcome = run_file(SCALE, RunOptions(shapes=({"M": 64, "N": 64},), repeat=20,
                                          measurements=tmp_path), rulebook, workloads,
-                       find_device=lambda: CupyDevice(cp), compiler=_cubin_compiler)
+                       find_device=lambda: CupyDevice(cp, cp.driver), compiler=_cubin_compiler)
     return outcome, cp
 
 
 def test_every_rotation_sets_last_timed_launch_is_checked(rulebook, workloads, tmp_path):
-    def good(x, y, m, n):
+    def good(x, y, m, n, *maps):
         y[...] = x * np.float32(2.5)
 
     outcome, _ = _scale_run(good, rulebook, workloads, tmp_path)
@@ -43,7 +43,7 @@ def test_every_rotation_sets_last_timed_launch_is_checked(rulebook, workloads, t
 def test_a_timed_launch_that_writes_nothing_fails(rulebook, workloads, tmp_path, fail_at):
     calls = []
 
-    def flaky(x, y, m, n):
+    def flaky(x, y, m, n, *maps):
         calls.append(1)
         if len(calls) != fail_at:  # one launch writes nothing: without re-poisoning its
             y[...] = x * np.float32(2.5)  # set would still hold an earlier launch's output
@@ -113,13 +113,13 @@ def test_sanitizer_runs_pick_the_smallest_shape_and_launch_twice(rulebook, workl
     assert smallest_shape(workloads["kmeans_assign"], {"K": 16, "D": 64}, {}) == {
         "N": 1000, "K": 16, "D": 64}
 
-    def good(x, y, m, n):
+    def good(x, y, m, n, *maps):
         y[...] = x * np.float32(2.5)
 
     cp = _NumpyCupy({"scale_tile": good})
     outcome = run_file(SCALE, RunOptions(shapes=({"M": 64, "N": 64},), record=False,
                                          correctness_only=True), rulebook, workloads,
-                       find_device=lambda: CupyDevice(cp), compiler=_cubin_compiler)
+                       find_device=lambda: CupyDevice(cp, cp.driver), compiler=_cubin_compiler)
     assert outcome.exit_code == 0 and len(cp.launches) == 2
     assert outcome.results[0].timing is None and outcome.results[0].baseline_timing is None
 

@@ -48,6 +48,7 @@ from cakegov.gpu.records import (
     timing_stats,
 )
 from cakegov.gpu.run import RunOptions, launch_config, run_file
+from cakegov.gpu.tensormap import TENSOR_MAP_DTYPE
 from cakegov.ir.canonical import schedule_sha256
 from cakegov.ir.parse import parse_bytes
 from cakegov.lower.build import prepare
@@ -404,8 +405,12 @@ def test_a_correct_kernel_passes_and_records_every_shape(rulebook, workloads, tm
     assert rec["baseline"]["name"] == "cupy alpha*x" and rec["baseline"]["passed"]
     assert rec["baseline"]["times_ms"]["median_ms"] == pytest.approx(2.19)
     assert len({r["seed"] for r in recs}) == 3 and len({r["run_id"] for r in recs}) == 1
-    assert rec["kernel"]["launch"] == {"grid": [32, 2, 1], "block": [128, 1, 1],
-                                       "smem_bytes": 33808}
+    # the 32 x 256 f32 tile arrives through a tensor map (no zero row: the map fills the
+    # tail with zeros), which the launch records with its extents at this shape
+    assert rec["kernel"]["launch"] == {
+        "grid": [32, 2, 1], "block": [128, 1, 1], "smem_bytes": 32888,
+        "tensor_maps": [{"name": "tmap_X_0", "tensor": "X", "dtype": "f32", "rows": 1000,
+                         "cols": 336, "box_rows": 32, "box_cols": 256, "swizzle": "none"}]}
     assert rec["kernel"]["entry"] == "scale_tile" and rec["kernel"]["artifact"] == "source"
 
 
@@ -660,14 +665,44 @@ class _NumpyCupy:
             get_elapsed_time=lambda a, b: (b.t - a.t) * 1e3,
             Device=lambda: SimpleNamespace(synchronize=lambda: None))
         self.RawModule = RawModule
-        self.asarray = lambda a: np.array(a, copy=True)
+        self.asarray = lambda a: np.array(a, copy=True).view(_DeviceArray)
+        self.driver = _FakeDriver(self.launches)
         self.asnumpy = lambda a, stream=None: np.array(a, copy=True)
         self.get_default_memory_pool = lambda: SimpleNamespace(free_all_blocks=lambda: None)
         self.matmul, self.argmin = np.matmul, np.argmin
         self.int32, self.float32 = np.int32, np.float32
 
 
-def _scale_kernel(x, y, m, n):
+class _DeviceArray(np.ndarray):
+    """A numpy array with CuPy's `.data.ptr` (its host address stands for the device's)."""
+
+    @property
+    def data(self):  # type: ignore[override]
+        return SimpleNamespace(ptr=self.ctypes.data)
+
+
+class _FakeDriver:
+    """The slice of `cuda.bindings.driver` that cakegov/gpu/tensormap.py calls, recording
+    every cuTensorMapEncodeTiled call; the "map" holds the call number and the address."""
+
+    cuuint64_t = cuuint32_t = CUtensorMapDataType = CUtensorMapInterleave = int
+    CUtensorMapSwizzle = CUtensorMapL2promotion = CUtensorMapFloatOOBfill = int
+
+    def __init__(self, launches: list | None = None):
+        self.calls: list[tuple] = []
+        self.launches = launches if launches is not None else []
+        self.when: list[int] = []  # launches made before each call
+
+    def cuInit(self, flags):
+        return (0,)
+
+    def cuTensorMapEncodeTiled(self, *args):
+        self.calls.append(args)
+        self.when.append(len(self.launches))
+        return 0, SimpleNamespace(opaque=[len(self.calls), args[2]] + [0] * 14)
+
+
+def _scale_kernel(x, y, m, n, *maps):
     assert isinstance(m, np.int32) and isinstance(n, np.int32)
     assert x.shape == y.shape == (int(m), int(n))
     y[...] = x * np.float32(2.5)
@@ -683,13 +718,28 @@ def test_cupy_device_control_flow_on_a_numpy_stand_in(rulebook, workloads, tmp_p
     cp = _NumpyCupy({"scale_tile": _scale_kernel})
     outcome = run_file(SCALE, RunOptions(shapes=({"M": 64, "N": 64},), repeat=20,
                                          measurements=tmp_path), rulebook, workloads,
-                       find_device=lambda: CupyDevice(cp), compiler=_cubin_compiler)
+                       find_device=lambda: CupyDevice(cp, cp.driver), compiler=_cubin_compiler)
     assert outcome.exit_code == 0, outcome.lines
     kernel = _lowered(rulebook, workloads, SCALE)
     grid, block, smem, args = cp.launches[0]
-    assert grid == launch_config(kernel, workloads["scale"], {"M": 64, "N": 64}).grid
+    launch = launch_config(kernel, workloads["scale"], {"M": 64, "N": 64})
+    assert grid == launch.grid
     assert block == (kernel.threads, 1, 1) and smem == kernel.smem_bytes
-    assert [a.dtype for a in args] == [np.float32, np.float32, np.int32, np.int32]
+    # pointers, sizes, then the tensor map of X by value (128 bytes, encoded for X's buffer)
+    assert [a.dtype for a in args] == [np.float32, np.float32, np.int32, np.int32,
+                                       TENSOR_MAP_DTYPE]
+    (spec,) = launch.tensor_maps
+    assert args[4]["opaque"][0][1] == args[0].data.ptr and args[4].shape == (1,)
+    assert args[4].nbytes == 128
+    first = cp.driver.calls[0]
+    assert first[1:3] == (2, args[0].data.ptr)  # rank 2, X's address
+    assert first[3:6] == ([64, 64], [64 * 4], [spec.box_cols, spec.box_rows])
+    assert first[8] == 0 and first[10] == 0  # no swizzle for this tile, zeros out of bounds
+    # every buffer launched with has its map; the rotation sets are all encoded before the
+    # warm-up (after the 2 correctness launches): the timed loop never encodes
+    encoded = {call[2] for call in cp.driver.calls}
+    assert {a[0].data.ptr for *_, a in cp.launches} <= encoded
+    assert all(when <= 2 for when in cp.driver.when)
     assert cp.functions[0].max_dynamic_shared_size_bytes == (
         kernel.smem_bytes if kernel.smem_bytes > 48 * 1024 else 0)
     # 2 correctness launches + 5 warm-up + 20 timed
@@ -705,7 +755,7 @@ def test_cupy_device_control_flow_on_a_numpy_stand_in(rulebook, workloads, tmp_p
 def test_cupy_device_opts_in_to_large_dynamic_shared_memory(rulebook, workloads, tmp_path):
     from cakegov.gpu.device import CupyDevice
 
-    def gemm_kernel(a, b, c, m, n, k):
+    def gemm_kernel(a, b, c, m, n, k, *maps):
         c[...] = bf16_values(a) @ bf16_values(b).T
 
     kernel = _lowered(rulebook, workloads, GEMM)
@@ -713,11 +763,15 @@ def test_cupy_device_opts_in_to_large_dynamic_shared_memory(rulebook, workloads,
     cp = _NumpyCupy({kernel.name: gemm_kernel})
     outcome = run_file(GEMM, RunOptions(shapes=({"M": 200, "N": 136, "K": 64},),
                                         measurements=tmp_path), rulebook, workloads,
-                       find_device=lambda: CupyDevice(cp), compiler=_cubin_compiler)
+                       find_device=lambda: CupyDevice(cp, cp.driver), compiler=_cubin_compiler)
     assert outcome.exit_code == 0, outcome.lines
     assert cp.functions[0].max_dynamic_shared_size_bytes == kernel.smem_bytes
     assert [a.dtype for a in cp.launches[0][3]] == [np.uint16, np.uint16, np.float32,
-                                                    np.int32, np.int32, np.int32]
+                                                    np.int32, np.int32, np.int32,
+                                                    TENSOR_MAP_DTYPE, TENSOR_MAP_DTYPE]
+    # A and B through 128B-swizzled maps of their own tiles
+    swizzles = sorted((c[5], c[8]) for c in cp.driver.calls[:2])
+    assert swizzles == [([64, 128], 3), ([64, 128], 3)]
 
 
 def test_cupy_device_watchdog_ends_a_hung_kernel(rulebook, workloads, tmp_path):
@@ -728,7 +782,7 @@ def test_cupy_device_watchdog_ends_a_hung_kernel(rulebook, workloads, tmp_path):
     cp.get_default_memory_pool = lambda: SimpleNamespace(free_all_blocks=lambda: freed.append(1))
     outcome = run_file(SCALE, RunOptions(shapes=({"M": 64, "N": 64}, {"M": 8, "N": 8}),
                                          measurements=tmp_path, timeout_s=0.05),
-                       rulebook, workloads, find_device=lambda: CupyDevice(cp),
+                       rulebook, workloads, find_device=lambda: CupyDevice(cp, cp.driver),
                        compiler=_cubin_compiler)
     assert outcome.exit_code == 1 and outcome.hung and len(outcome.results) == 1
     assert "did not finish within 0.05 s" in outcome.lines[1]

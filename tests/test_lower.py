@@ -80,8 +80,11 @@ def test_every_valid_schedule_lowers_deterministically(path, rulebook, workloads
                         str(path))
     assert one.model_dump_json() == two.model_dump_json()
     assert lowered_text(one) == lowered_text(two)
-    # the ABI: every tensor of the workload in TENSORS order, then every size
-    assert [p.name for p in one.params] == [*wl.tensors, *wl.sizes]
+    # the ABI: every tensor of the workload in TENSORS order, then every size, then the
+    # tensor maps the copies go through
+    maps = [t.name for t in one.tensor_maps]
+    assert [p.name for p in one.params] == [*wl.tensors, *wl.sizes, *maps]
+    assert [p.kind for p in one.params if p.name in maps] == ["tensor_map"] * len(maps)
     assert all(f.layout is not None for f in one.fragments)
 
 
@@ -155,18 +158,23 @@ def test_stage_offsets(lowered):
         65536, 81920, 98304, 114688]
 
 
-def test_zero_row_only_for_padded_loads(lowered, checker):
+def test_zero_row_only_for_padded_row_wise_loads(lowered, checker):
+    # tensor-map loads fill the out-of-bounds part of a box with zeros themselves
     k = lowered(WS)
-    assert k.zero_bytes == 128  # the widest padded row: 64 bf16
-    text = SCALE.read_text().replace("pad=True", "pad=False")
-    schedule = parse_bytes(text.encode(), checker.vocabulary)
-    layout = smem_layout(schedule)
-    assert (layout.zero_bytes, layout.zero_offset) == (0, 0)
-    assert layout.total_bytes == 32768 + 8  # the tile and its mbarrier
-    padded = smem_layout(parse_bytes(SCALE.read_bytes(), checker.vocabulary))
-    # 256 f32 per row; the zero row follows the mbarrier at the next 16-byte boundary
+    assert k.zero_bytes == 0 and all(op.tma is not None for op, _ in ops(k, "loader")
+                                     if isinstance(op, LCopy))
+    assert smem_layout(parse_bytes(SCALE.read_bytes(), checker.vocabulary)).zero_bytes == 0
+    # a 512-wide f32 row is wider than a box (256 elements): the row-wise path, whose
+    # padded tail tiles copy from the zero row
+    wide = SCALE.read_text().replace("TM, TN = 32, 256", "TM, TN = 8, 512")
+    padded = smem_layout(parse_bytes(wide.encode(), checker.vocabulary))
+    # 512 f32 per row; the zero row follows the mbarrier at the next 16-byte boundary
     assert (padded.zero_offset, padded.zero_bytes, padded.total_bytes) == (
-        32784, 1024, 32784 + 1024)
+        16400, 2048, 16400 + 2048)
+    unpadded = wide.replace("pad=True", "pad=False")
+    layout = smem_layout(parse_bytes(unpadded.encode(), checker.vocabulary))
+    assert (layout.zero_bytes, layout.zero_offset) == (0, 0)
+    assert layout.total_bytes == 16384 + 8  # the tile and its mbarrier
 
 
 def test_copy_view_of_the_source_tensor(lowered):
@@ -225,13 +233,19 @@ def test_lowered_text_shows_the_derived_quantities(lowered):
         "registers: 168 per thread at entry (__launch_bounds__(384, 1))",
         "  mbarrier ring.full[4] @ 131072, 131080, 131088, 131096: count 1, tx 32768 B/phase "
         "(pipeline_full of pipeline ring)",
-        "  zero row @ 131136: 128 B",
+        "  buffer a_s: bf16[128, 64] x 4 stages @ 0 (16384 B/stage, align 1024, swizzle 128B, "
+        "swizzled layout)",
+        "tensor map tmap_A_0: A bf16[lm.M, lm.K], box 128 x 64, swizzle 128B, "
+        "out-of-bounds elements read as zero",
+        "      # tensor map tmap_A_0 box 128 x 64, swizzle 128B: 1 cp.async.bulk.tensor.2d "
+        "(+0 B <- tile (0, 0))",
         "role loader: warps [0, 4) threads [0, 128), setmaxnreg.dec 40",
         "    wait ring.empty[(k % 4)] parity (((k // 4) + 1) % 2)    # pipeline_acquire, "
         "line 16",
         "    arrive ring.empty[(k % 4)] x8 (one per warp)    # pipeline_release, line 23",
     ):
         assert line in text.splitlines()
+    assert "zero row" not in text
 
 
 # ---- the command ---------------------------------------------------------------------
@@ -251,7 +265,8 @@ def test_cli_lower_text_and_json():
     result = invoke("lower", str(SCALE), "--format", "json")
     assert result.exit_code == 0
     kernel = LoweredKernel.model_validate(json.loads(result.output))
-    assert kernel.name == "scale_tile" and kernel.zero_bytes == 1024
+    assert kernel.name == "scale_tile" and kernel.zero_bytes == 0
+    assert [t.name for t in kernel.tensor_maps] == ["tmap_X_0"]
 
 
 def test_cli_lower_writes_a_file(tmp_path):

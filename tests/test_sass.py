@@ -1,10 +1,10 @@
 """SASS evidence: what the machine code of every valid schedule contains, read with
 `cuobjdump -sass` from NVRTC's cubin (no GPU needed; skipped without NVRTC or cuobjdump).
 
-Asserted today: no local-memory spills (LDL/STL), UBLKCP where the schedule issues bulk
-copies, SYNCS where it uses mbarriers (cakegov/gpu/sass.py `expected_sass`). HGMMA and
-UTMALDG join the expectations (data in PRIMITIVE_SASS) when the lowering emits wgmma and
-tensor-map copies."""
+Asserted: no local-memory spills (LDL/STL); UTMALDG where the schedule loads through
+tensor maps, UTMASTG where it stores through them, UBLKCP where copies stay row-wise,
+HGMMA where mma_async lowers to wgmma, SYNCS where it uses mbarriers
+(cakegov/gpu/sass.py `expected_sass`)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,15 @@ def test_valid_schedules_sass(path, rulebook, workloads, checker):
     names = mnemonics(disassemble(out.cubin))
     assert len(names) > 10 and "EXIT" in opcodes(names)
     expect = expected_sass(kernel)
-    if path.name == "ws_pipeline_s4.cake":  # loads by bulk copy into mbarrier'd stages
-        assert set(expect.present) == {"UBLKCP", "SYNCS"}
+    if path.name == "ws_pipeline_s4.cake":  # tensor-map loads into mbarrier'd stages
+        assert set(expect.present) == {"UTMALDG", "SYNCS"}
+    if path.name == "wgmma_trailing_release_s4.cake":  # and mma_async as wgmma
+        assert set(expect.present) == {"UTMALDG", "HGMMA", "SYNCS"}
+    if path.name == "epilogue_store_async_handoff.cake":  # and a tensor-map store
+        assert set(expect.present) == {"UTMALDG", "UTMASTG", "HGMMA", "SYNCS"}
+    if path.name == "labels_store_async_s2.cake":  # a 1-D label tensor stays row-wise
+        assert {"UTMALDG", "UBLKCP"} <= set(expect.present)
     assert check_sass(names, expect) == []
+    # the wgmma lowering never silently falls back: every mma_async is HGMMA or says why
+    hgmma = opcodes(names)["HGMMA"]
+    assert (hgmma > 0) == ("HGMMA" in expect.present)

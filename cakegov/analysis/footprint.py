@@ -4,7 +4,8 @@ A primitive's effects say how its operand elements are shared out among the role
 threads (`cakegov.plugin.Spread`), in the terms of the runtime its CUDA template calls
 (`Smem::for_each`, the fragment layouts of `LFragLayout`, the `mma.sync.m16n8k16` operand
 loads). This module turns that into concrete (byte, thread) pairs of one stage, computed
-once per operand with numpy, and answers the two questions the protocol analysis asks:
+once per operand with numpy, the bytes where the buffer's lowered layout puts the
+elements (swizzled buffers: `byte_map`), and answers the two questions the protocol analysis asks:
 which bytes an access touches (a bit mask), and whether two accesses of the same role
 touch a byte from *different* threads, and then from different lanes of one warp only or
 from different warps (which decides the synchronisation that orders them: `__syncwarp`
@@ -19,7 +20,8 @@ import numpy as np
 
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.lower.fragments import view_2d
-from cakegov.lower.kernel import LFragLayout, LoweredKernel
+from cakegov.lower.kernel import LBuffer, LFragLayout, LoweredKernel
+from cakegov.lower.wgmma import accumulator_owner
 from cakegov.plugin import Access
 
 WARP = 32
@@ -40,9 +42,53 @@ class Footprint:
     pairs: np.ndarray | None = None
 
 
+@cache
+def _byte_map(rows: int, cols: int, dtype: str, swizzle: str, layout: str) -> np.ndarray | None:
+    buf = LBuffer(name="", dtype=dtype, shape=(rows, cols), stages=1, offset=0,
+                  stage_bytes=rows * cols * dtype_bytes(dtype), align=16, swizzle=swizzle,
+                  layout=layout)  # type: ignore[arg-type]
+    if buf.tile() is None:
+        return None
+    size = dtype_bytes(dtype)
+    starts = np.array([buf.element_offset(r, c) for r in range(rows) for c in range(cols)],
+                      dtype=np.int64)
+    out = (starts[:, None] + np.arange(size)[None, :]).ravel()
+    out.setflags(write=False)
+    return out
+
+
+def byte_map(buf: LBuffer) -> np.ndarray | None:
+    """Where each byte of a stage lives: `map[b]` is the stage byte holding byte `b` of
+    the row-major tile (element `b // size`, byte `b % size` of it), by the buffer's
+    lowered layout (`LBuffer.element_offset`, the layout model); None for a row-major
+    buffer (the identity). Elements never straddle a 16-byte chunk, so a swizzle moves
+    them whole."""
+    rows, cols = view_2d(buf.shape)
+    return _byte_map(rows, cols, buf.dtype, buf.swizzle, buf.layout)
+
+
+@cache
+def _wgmma_owners(rows: int, cols: int, gm: int, gn: int, bm: int, bn: int, n: int
+                  ) -> np.ndarray:
+    block = np.array([[accumulator_owner(r, c, n)[0] for c in range(n)] for r in range(64)],
+                     dtype=np.int64)  # thread of the warpgroup, PTX ISA Figure 149
+    out = np.empty((rows, cols), dtype=np.int64)
+    for g in range(gm * gn):
+        gr, gc = (g // gn) * (rows // gm), (g % gn) * (cols // gn)
+        for mi in range(bm):
+            for ni in range(bn):
+                r0, c0 = gr + 64 * mi, gc + n * ni
+                out[r0:r0 + 64, c0:c0 + n] = g * 128 + block
+    out.setflags(write=False)
+    return out
+
+
 def owners(layout: LFragLayout) -> np.ndarray:
     """The role thread holding each element (row-major over `rows x cols`) of a fragment
-    in `layout` (the runtime's FragFlat, FragRows, FragMma)."""
+    in `layout` (the runtime's FragFlat, FragRows, FragMma, FragWgmma)."""
+    if layout.kind == "wgmma":
+        return _wgmma_owners(layout.rows, layout.cols, layout.groups_m, layout.groups_n,
+                             layout.blocks_m, layout.blocks_n, layout.inst_n).ravel()
     r, c = np.meshgrid(np.arange(layout.rows), np.arange(layout.cols), indexing="ij")
     if layout.kind == "flat":
         return ((r * layout.cols + c) % layout.threads).ravel()
@@ -146,10 +192,11 @@ def tile_origin(access: Access, evaluate) -> tuple[int, int] | None:
 
 
 def footprint(access: Access, dtype: str, shape: tuple[int, ...], threads: int,
-              layouts: dict[str, LFragLayout], origin: tuple[int, int] | None = None
-              ) -> Footprint:
+              layouts: dict[str, LFragLayout], origin: tuple[int, int] | None = None,
+              where: np.ndarray | None = None) -> Footprint:
     """The footprint of one shared-memory operand access on one stage (`origin`: of the
-    fragment window the access follows, `tile_origin`)."""
+    fragment window the access follows, `tile_origin`); `where` maps row-major bytes to
+    the stage bytes of the buffer's layout (`byte_map`)."""
     size = dtype_bytes(dtype)
     rows, cols = view_2d(shape)
     nbytes = rows * cols * size
@@ -157,6 +204,8 @@ def footprint(access: Access, dtype: str, shape: tuple[int, ...], threads: int,
     if elem is None or owner is None:
         return Footprint(nbytes, (1 << nbytes) - 1, who)
     byte = (elem[:, None] * size + np.arange(size)[None, :]).ravel()
+    if where is not None:
+        byte = where[byte]
     thread = np.repeat(owner, size)
     flags = np.zeros(nbytes, dtype=bool)
     flags[byte] = True
@@ -235,7 +284,8 @@ class Footprints:
             buf = self.kernel.buffer(access.name)
             assert buf is not None
             self._cache[key] = footprint(access, buf.dtype, buf.shape,
-                                         self.threads.get(role, WARP), self.layouts, origin)
+                                         self.threads.get(role, WARP), self.layouts, origin,
+                                         byte_map(buf))
         return self._cache[key]
 
     def restrict(self, fp: Footprint, warps: tuple[int, ...]) -> Footprint:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.expr import Env, EvalError, evaluate, step_expr
 from cakegov.lower.kernel import (
     LArrive,
+    LBuffer,
     LCompute,
     LCopy,
     LFor,
@@ -107,16 +109,31 @@ class Profile:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def conflict_degree(row_bytes: int) -> int:
+def conflict_degree(row_bytes: int, where: Callable[[int, int], int] | None = None) -> int:
     """Bank-conflict degree of the mma.sync operand reads of the lowering
     (rules/primitives/mma.py): lane `l` of a warp reads 4 bytes at row `l // 4`, byte
-    `4 * (l % 4)` of a 16-byte chunk; rows are `row_bytes` apart and land unpermuted
-    (bulk copies do not swizzle, docs/lowering.md). 32 banks of 4 bytes."""
+    `4 * (l % 4)` of a 16-byte chunk. `where(row, byte)` is the stage byte the buffer's
+    lowered layout puts that byte at (None: row-major, rows `row_bytes` apart; a swizzled
+    layout permutes the chunks of each row, cakegov/lower/swizzle.py). 32 banks of 4
+    bytes."""
     banks: dict[int, set[int]] = defaultdict(set)
     for lane in range(32):
-        word = (lane // 4) * row_bytes // 4 + lane % 4
+        row, byte = lane // 4, 4 * (lane % 4)
+        word = (row * row_bytes + byte if where is None else where(row, byte)) // 4
         banks[word % 32].add(word)
     return max(len(words) for words in banks.values())
+
+
+def buffer_conflict(buf: LBuffer) -> float:
+    """The conflict degree of mma.sync reads of one buffer in its lowered layout."""
+    row = buf.shape[-1] * dtype_bytes(buf.dtype) if buf.shape else 0
+    if not row:
+        return 1.0
+    size = dtype_bytes(buf.dtype)
+    if buf.layout == "swizzled" and buf.shape[0] >= 8:
+        return float(conflict_degree(
+            row, lambda r, b: buf.element_offset(r, b // size) + b % size))
+    return float(conflict_degree(row))
 
 
 def _eval(expr: Any, env: Env, what: str) -> int:
@@ -141,14 +158,18 @@ def _op_work(op: Any, kernel: LoweredKernel, conflict: dict[str, float]) -> Work
         if any(a.space == "global" for a in op.reads):
             w.gmem_reads = 1
         rep_a = rep_b = 1
-        if op.primitive in MMA_PRIMITIVES:
+        wgmma = getattr(op, "wgmma", None)
+        if wgmma is not None:  # the tensor cores read each warpgroup's operand rows, swizzled
+            rep_a, rep_b = wgmma.groups_n, wgmma.groups_m
+        elif op.primitive in MMA_PRIMITIVES:
             acc = next((a.name for a in op.writes if a.space == "reg"), None)
             frag = kernel.fragment(acc) if acc else None
             if frag is not None and frag.layout is not None:
                 rep_a, rep_b = frag.layout.warps_n, frag.layout.warps_m
         smem_reads = [a for a in op.reads if a.space == "smem"]
         for i, a in enumerate(smem_reads):
-            factor = conflict.get(a.name, 1.0) if op.primitive in MMA_PRIMITIVES else 1.0
+            factor = conflict.get(a.name, 1.0) if op.primitive in MMA_PRIMITIVES \
+                and wgmma is None else 1.0
             rep = (rep_a if i == 0 else rep_b) if op.primitive in MMA_PRIMITIVES else 1
             w.smem_bytes += a.bytes * factor * rep
         w.smem_bytes += sum(a.bytes for a in op.writes if a.space == "smem")
@@ -201,10 +222,7 @@ def profile(kernel: LoweredKernel, shape: dict[str, int], tensors: dict[str, Any
     if any(d < 1 for d in dims):
         raise CostError(f"grid {dims} is empty at this shape")
     ctas = math.prod(dims)
-    conflict: dict[str, float] = {}
-    for buf in kernel.buffers:
-        row = buf.shape[-1] * dtype_bytes(buf.dtype) if buf.shape else 0
-        conflict[buf.name] = float(conflict_degree(row)) if row else 1.0
+    conflict = {buf.name: buffer_conflict(buf) for buf in kernel.buffers}
     segments: list[Segment] = []
     copies_to: dict[str, float] = defaultdict(float)
     total = Work()

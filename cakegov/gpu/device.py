@@ -20,6 +20,7 @@ import numpy as np
 
 from cakegov.gpu.baselines import Baseline
 from cakegov.gpu.records import Rotation, rotation_copies
+from cakegov.gpu.tensormap import TensorMapError, TensorMapSpec, encode
 
 STATIC_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to dynamic shared memory
 POLL_S = 0.0005
@@ -74,17 +75,22 @@ class KernelArtifact:
 @dataclass(frozen=True)
 class LaunchConfig:
     """One launch under the kernel ABI: pointers in the workload's TENSORS order, then one
-    `int` per workload size in SIZES order."""
+    `int` per workload size in SIZES order, then one `CUtensorMap` per tensor map (encoded
+    for the buffers of each launch: cakegov/gpu/tensormap.py)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem_bytes: int
     tensors: tuple[str, ...]
     sizes: tuple[int, ...]
+    tensor_maps: tuple[TensorMapSpec, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"grid": list(self.grid), "block": list(self.block),
-                "smem_bytes": self.smem_bytes}
+        out: dict[str, Any] = {"grid": list(self.grid), "block": list(self.block),
+                               "smem_bytes": self.smem_bytes}
+        if self.tensor_maps:
+            out["tensor_maps"] = [t.to_json() for t in self.tensor_maps]
+        return out
 
 
 @dataclass(frozen=True)
@@ -178,8 +184,9 @@ def _nvml_driver() -> str | None:
 class CupyDevice:
     """A CUDA device through CuPy. All work runs on one stream the device owns."""
 
-    def __init__(self, cupy: Any):
+    def __init__(self, cupy: Any, driver: Any = None):
         self.cp = cupy
+        self._driver = driver  # the CUDA driver API bindings (None: cuda.bindings.driver)
         rt = cupy.cuda.runtime
         dev = rt.getDevice()
         props = rt.getDeviceProperties(dev)
@@ -201,6 +208,7 @@ class CupyDevice:
         self._tmp = tempfile.TemporaryDirectory(prefix="cakegov-cubin-")
         self._modules: list[Any] = []  # keep loaded modules alive
         self._hung = False  # a kernel never finished: freeing memory would block forever
+        self._maps: dict[tuple[TensorMapSpec, int], np.ndarray] = {}  # encoded per buffer
 
     # ---- kernels ---------------------------------------------------------------------
 
@@ -247,7 +255,16 @@ class CupyDevice:
             if not 0 < value < 2**31:
                 raise KernelError(f"size {value} does not fit the kernel's int parameters")
         return (*(arrays[name] for name in launch.tensors),
-                *(np.int32(v) for v in launch.sizes))
+                *(np.int32(v) for v in launch.sizes),
+                *(self._tensor_map(spec, arrays[spec.tensor]) for spec in launch.tensor_maps))
+
+    def _tensor_map(self, spec: TensorMapSpec, array: Any) -> np.ndarray:
+        """The encoded tensor map of `spec` over `array` (cached per device address: the
+        timed loop never encodes)."""
+        key = (spec, int(array.data.ptr))
+        if key not in self._maps:
+            self._maps[key] = encode(spec, key[1], self._driver)
+        return self._maps[key]
 
     def _launch(self, kernel: Any, launch: LaunchConfig, arrays: Mapping[str, Any]) -> None:
         kernel(launch.grid, launch.block, self._args(launch, arrays),
@@ -278,7 +295,7 @@ class CupyDevice:
             outs = {n: cp.asnumpy(d[n], stream=self.stream) for n in outputs}
             ins = {n: cp.asnumpy(d[n], stream=self.stream) for n in inputs}
             self.stream.synchronize()
-        except KernelError:
+        except (KernelError, TensorMapError):
             raise
         except Exception as exc:
             raise KernelError(f"launch failed: {_short(exc)}") from None
@@ -301,6 +318,9 @@ class CupyDevice:
                 for n, p in poison.items():
                     s[n][...] = p
 
+            for s in sets:  # encode every set's tensor maps before the clock starts
+                self._args(launch, s)
+
             timing = self._timed(lambda s: self._launch(kernel, launch, s), sets,
                                  warmup, repeat, rotation, before=repoison)
             sampled: dict[int, dict[str, np.ndarray]] = {}
@@ -311,7 +331,7 @@ class CupyDevice:
                         n: cp.asnumpy(sets[j][n], stream=self.stream) for n in outputs}
             outs = sampled[repeat - 1]
             self.stream.synchronize()
-        except KernelError:
+        except (KernelError, TensorMapError):
             raise
         except Exception as exc:
             raise KernelError(f"timed launch failed: {_short(exc)}") from None
@@ -398,6 +418,7 @@ class CupyDevice:
             self.cp.get_default_memory_pool().free_all_blocks()
 
     def close(self) -> None:
+        self._maps.clear()
         self._release()
         with contextlib.suppress(Exception):
             self._tmp.cleanup()

@@ -72,6 +72,7 @@ from cakegov.gpu.records import (
     timing_stats,
     utc_now,
 )
+from cakegov.gpu.tensormap import TensorMapError, specs
 from cakegov.ir.expr import Env, EvalError, evaluate
 from cakegov.lower.build import Prepared, prepare
 from cakegov.lower.derive import LoweringError
@@ -198,7 +199,7 @@ class RunOutcome:
 def launch_config(kernel: LoweredKernel, workload: Workload, sizes: Mapping[str, int]
                   ) -> LaunchConfig:
     """Grid from the kernel's grid expressions under `sizes`; block (threads, 1, 1);
-    dynamic shared memory; argument order of the kernel ABI."""
+    dynamic shared memory; argument order of the kernel ABI, tensor maps included."""
     bad = [f"{n}={v}" for n, v in sizes.items() if v <= 0]
     if bad:
         raise DataError(f"sizes must be positive ({', '.join(bad)}): a zero size passes "
@@ -221,12 +222,17 @@ def launch_config(kernel: LoweredKernel, workload: Workload, sizes: Mapping[str,
         if n % c:
             raise DataError(f"grid dimension {axis} ({n}) is not a multiple of the cluster "
                             f"dimension {c}")
+    try:
+        maps = specs(kernel, sizes)
+    except TensorMapError as exc:
+        raise DataError(str(exc)) from None
     return LaunchConfig(
         grid=(int(grid[0]), int(grid[1]), int(grid[2])),
         block=(kernel.threads, 1, 1),
         smem_bytes=kernel.smem_bytes,
         tensors=tuple(workload.tensors),
         sizes=tuple(int(sizes[s]) for s in workload.sizes),
+        tensor_maps=maps,
     )
 
 
@@ -489,6 +495,8 @@ def _run_on_device(path: Path, options: RunOptions, book: Rulebook, workload: Wo
                               options)
         except KernelTimeout as exc:
             shape.error, outcome.hung, stop = str(exc), True, True
+        except TensorMapError as exc:  # nothing was launched: the next shape may encode
+            shape.error, stop = str(exc), False
         except KernelError as exc:  # the context may be gone: later shapes would only
             shape.error, stop = str(exc), True  # report the same failure
         except DataError as exc:

@@ -5,10 +5,11 @@ cuobjdump comes from the `nvidia-cuda-cuobjdump` wheel (the `nvrtc` extra) or a 
 toolkit on PATH; with neither, `cuobjdump_path()` is None and callers skip. No GPU is
 needed: the cubin is read, never loaded.
 
-The expectations are data (`SassExpectation`): which mnemonics must appear (e.g. `UBLKCP`
-where a schedule issues bulk copies, `SYNCS` for mbarrier operations, later `HGMMA` and
-`UTMALDG` once the lowering emits wgmma and tensor-map copies) and which must not (the
-local-memory accesses `LDL` / `STL` of register spills)."""
+The expectations are data (`SassExpectation`, `LOWERING_SASS`): which mnemonics must appear
+(`UTMALDG` where a schedule loads through tensor maps, `UTMASTG` where it stores through
+them, `UBLKCP` where copies stay row-wise `cp.async.bulk`, `HGMMA` where `mma_async` lowers
+to wgmma, `SYNCS` for mbarrier operations) and which must not (the local-memory accesses
+`LDL` / `STL` of register spills)."""
 
 from __future__ import annotations
 
@@ -107,13 +108,18 @@ def check_sass(names: Sequence[str], expect: SassExpectation) -> list[str]:
     return problems
 
 
-# Primitives whose lowering must show a given opcode in the SASS, with the reason. The
-# lowering of `mma_async` to wgmma adds `"mma_async": ("HGMMA", ...)` here, and tensor-map
-# loads (`cp.async.bulk.tensor`) add UTMALDG for copies of 2-D tiles.
-PRIMITIVE_SASS: dict[str, tuple[str, str]] = {
-    "store_async": ("UBLKCP", "the schedule stores with cp.async.bulk"),
+# What each lowering must show in the SASS, with the reason: keyed by the lowered op's
+# kind or primitive and the path the lowering chose (cakegov/lower/kernel.py).
+LOWERING_SASS: dict[tuple[str, str], tuple[str, str]] = {
+    ("copy", "tma"): ("UTMALDG", "the schedule loads through tensor maps "
+                                 "(cp.async.bulk.tensor)"),
+    ("copy", "rowwise"): ("UBLKCP", "the schedule loads with row-wise cp.async.bulk"),
+    ("store_async", "tma"): ("UTMASTG", "the schedule stores through tensor maps "
+                                        "(cp.async.bulk.tensor)"),
+    ("store_async", "rowwise"): ("UBLKCP", "the schedule stores with row-wise "
+                                           "cp.async.bulk"),
+    ("mma_async", "wgmma"): ("HGMMA", "mma_async lowers to wgmma.mma_async"),
 }
-COPY_SASS = ("UBLKCP", "the schedule loads with cp.async.bulk")
 BARRIER_SASS = ("SYNCS", "the schedule uses mbarriers")
 
 
@@ -125,18 +131,31 @@ def _ops(body: Iterable[object]) -> Iterable[object]:
             yield from _ops(inner)
 
 
+def _lowering(op: object) -> tuple[str, str] | None:
+    """The LOWERING_SASS key of one lowered op (None: nothing to expect)."""
+    kind = getattr(op, "kind", None)
+    if kind == "copy":
+        return ("copy", "tma" if getattr(op, "tma", None) is not None else "rowwise")
+    if kind != "compute":
+        return None
+    primitive = getattr(op, "primitive", "")
+    if primitive == "store_async":
+        return (primitive, "tma" if getattr(op, "tma", None) is not None else "rowwise")
+    if primitive == "mma_async" and getattr(op, "wgmma", None) is not None:
+        return (primitive, "wgmma")
+    return None
+
+
 def expected_sass(kernel: object) -> SassExpectation:
-    """What the SASS of a lowered kernel (cakegov/lower/kernel.py) must contain: UBLKCP
-    where it issues bulk copies, SYNCS where it has mbarriers, the opcodes of
-    PRIMITIVE_SASS where those primitives run; never a spill."""
+    """What the SASS of a lowered kernel (cakegov/lower/kernel.py) must contain: the
+    opcodes of LOWERING_SASS for the paths its copies, stores and MMAs took, SYNCS where
+    it has mbarriers; never a spill."""
     why: dict[str, str] = {}
     for role in getattr(kernel, "roles", ()):
         for op in _ops(role.body):
-            kind = getattr(op, "kind", None)
-            if kind == "copy":
-                why.setdefault(*COPY_SASS)
-            elif kind == "compute" and getattr(op, "primitive", None) in PRIMITIVE_SASS:
-                why.setdefault(*PRIMITIVE_SASS[op.primitive])  # type: ignore[attr-defined]
+            key = _lowering(op)
+            if key is not None and key in LOWERING_SASS:
+                why.setdefault(*LOWERING_SASS[key])
     if getattr(kernel, "barriers", ()):
         why.setdefault(*BARRIER_SASS)
     return SassExpectation(present=tuple(why), why=why)

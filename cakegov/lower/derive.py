@@ -40,6 +40,7 @@ from cakegov.lower.kernel import (
     CLUSTER_BARRIER,
     LArrive,
     LBarrier,
+    LBox,
     LBuffer,
     LCompute,
     LCopy,
@@ -56,12 +57,16 @@ from cakegov.lower.kernel import (
     LParam,
     LRole,
     LSubsetBarrier,
+    LTensorMap,
+    LTma,
     LWait,
     free_barrier_ids,
     role_barrier_id,
 )
 from cakegov.lower.layout import smem_layout
 from cakegov.lower.registers import REGISTERS_PER_SM, REGISTERS_PER_THREAD, launch_registers
+from cakegov.lower.tma import BufferLayout, TilePlan, buffer_layouts, copy_plan
+from cakegov.lower.warpgroup import WgmmaPlan, plan_wgmma
 from cakegov.plugin import Effects
 
 __all__ = ["LoweringError", "lower"]
@@ -119,6 +124,26 @@ class _Lowerer:
         self.tx_bytes = self._pipeline_tx_bytes()
         self.subset: tuple[int, ...] | None = None  # warps of the `lm.warps` block lowered
         self.subset_ids: dict[tuple[str, tuple[int, ...]], int] = {}
+        self.layouts: dict[str, BufferLayout] = buffer_layouts(schedule)
+        self.wgmma: WgmmaPlan = plan_wgmma(schedule, self.layouts)
+        self.tensor_maps: dict[tuple, LTensorMap] = {}
+
+    def tma(self, decl: SmemDecl, tensor: str, rank: int, view: Mapping[str, Expr]
+            ) -> tuple[LTma | None, str]:
+        """The tensor-map lowering of one copy of `decl` (cakegov/lower/tma.py), with the
+        `CUtensorMap` parameter it goes through; or None and why not."""
+        plan = copy_plan(decl, rank, self.layouts[decl.name])
+        if isinstance(plan, str):
+            return None, f"row-wise cp.async.bulk: {plan}"
+        assert isinstance(plan, TilePlan)
+        key = (tensor, plan.box_rows, plan.box_cols, plan.swizzle.name)
+        if key not in self.tensor_maps:
+            self.tensor_maps[key] = LTensorMap(
+                name=f"tmap_{tensor}_{len(self.tensor_maps)}", tensor=tensor,
+                dtype=decl.dtype, rows=view["src_rows"], cols=view["src_cols"],
+                box_rows=plan.box_rows, box_cols=plan.box_cols, swizzle=plan.swizzle.name)
+        boxes = tuple(LBox(offset=b.offset, row=b.row, col=b.col) for b in plan.boxes)
+        return LTma(map=self.tensor_maps[key].name, boxes=boxes), ""
 
     def _pipeline_tx_bytes(self) -> dict[str, int]:
         """Bytes each pipeline's producer loads per iteration into its full barrier: one
@@ -241,6 +266,8 @@ class _Lowerer:
             decl = self.decls[dst.name]
             assert isinstance(decl, SmemDecl)
             at = tuple(resolve_stages(e, self.stages) for e in a["at"].items)
+            view = self.copy_view(a["src"].name, at, call.path)
+            tma, note = self.tma(decl, a["src"].name, len(at), view)
             return [self.role_sync(role, base, "load"), LCopy(
                 **base, buffer=dst.name,
                 stage=resolve_stages(dst.stage, self.stages) if dst.stage is not None
@@ -254,7 +281,7 @@ class _Lowerer:
                 elem_bytes=dtype_bytes(decl.dtype),
                 multicast=resolve_stages(a["multicast"].expr, self.stages)
                 if isinstance(a.get("multicast"), ExprValue) else None,
-                **self.copy_view(a["src"].name, at, call.path),
+                tma=tma, note=note, **view,
             )]
         if p in ("mbarrier_arrive", "mbarrier_expect_tx"):
             bar = a["bar"]
@@ -306,8 +333,10 @@ class _Lowerer:
             if not (isinstance(pending, ExprValue) and isinstance(pending.expr, Const)
                     and pending.expr.value >= 0):
                 raise LoweringError(f"{call.path}: `pending` must be a static count >= 0")
-            ops: list[LOp] = [LGroupWait(**base, group=group_waits[0].barrier,
-                                         pending=pending.expr.value, source=p)]
+            kind = group_waits[0].barrier
+            accs = self.wgmma_accumulators(role) if kind == "wgmma" else ()
+            ops: list[LOp] = [LGroupWait(**base, group=kind, pending=pending.expr.value,
+                                         source=p, wgmma=bool(accs), fragments=accs)]
             if group_waits[0].barrier == "bulk":  # the role's other warps learn it too
                 ops.append(self.role_sync(role, base, p))
             return ops
@@ -322,11 +351,42 @@ class _Lowerer:
         writes = tuple(x.model_copy(update={"stage": resolve_stages(x.stage, self.stages)})
                        if x.stage is not None else x for x in eff.writes)
         group = next((b.barrier for b in eff.barriers if b.op == "commit_group"), None)
+        extra: dict[str, Any] = {}
+        if p == "mma_async":
+            extra = {"wgmma": self.wgmma.calls.get(call.path),
+                     "note": self.wgmma.notes.get(call.path, "")}
+        elif p == "store_async":
+            extra = self.store_tma(args)
         op = LCompute(**base, primitive=p, args=args, reads=reads, writes=writes,
-                      flops=eff.flops, global_bytes=eff.global_bytes, group=group)
+                      flops=eff.flops, global_bytes=eff.global_bytes, group=group, **extra)
         if group == "bulk":  # every thread has written (and fenced) its part of the tile
             return [self.role_sync(role, base, p), op]
         return [op]
+
+    def wgmma_accumulators(self, role: RoleDecl) -> tuple[str, ...]:
+        """The accumulators of the role's mma_async calls that lower to wgmma (all of the
+        role's calls do, or none: cakegov/lower/warpgroup.py)."""
+        out: list[str] = []
+        for stmt, _ in walk_statements(role.body):
+            if isinstance(stmt, Call) and stmt.path in self.wgmma.calls:
+                name = stmt.args["acc"].name
+                if name not in out:
+                    out.append(name)
+        return tuple(out)
+
+    def store_tma(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """`tma` and `note` of a bulk store (`src` the shared tile, `dst` the tensor)."""
+        src, dst, at = args.get("src"), args.get("dst"), args.get("at")
+        decl = self.decls.get(src.name) if isinstance(src, SmemRef) else None
+        if not (isinstance(decl, SmemDecl) and isinstance(at, CoordValue)
+                and dst is not None and dst.name in self.tensors):
+            return {"note": "row-wise cp.async.bulk: operands the tensor-map path does not "
+                            "take"}
+        dims = self.tensors[dst.name][1]
+        view = {"src_rows": self.size(dims[0]) if len(dims) == 2 else Const(value=1),
+                "src_cols": self.size(dims[-1])}
+        tma, note = self.tma(decl, dst.name, len(at.items), view)
+        return {"tma": tma, "note": note}
 
     def pipeline_op(self, call: Call, role: RoleDecl) -> list[LOp]:
         ring = self.pipelines[call.args["ring"].name]
@@ -425,6 +485,8 @@ def kernel_params(lw: _Lowerer, tensors: Mapping[str, tuple[str, tuple[str, ...]
         params.append(LParam(name=name, kind="tensor", dtype=dtype, dims=tuple(dims),
                              output=name in outputs, rows=view[0], cols=view[1]))
     params += [LParam(name=n, kind="size") for n in size_names]
+    params += [LParam(name=t.name, kind="tensor_map", dtype=t.dtype)
+               for t in lw.tensor_maps.values()]
     return tuple(params)
 
 
@@ -435,7 +497,7 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
     assert schedule.launch is not None
     limits = limits or {}
     lw = _Lowerer(schedule, effects, tensors)
-    layouts = fragment_layouts(schedule)
+    layouts = fragment_layouts(schedule, lw.wgmma.accumulators)
     layout = smem_layout(schedule)
     offsets = {b.name: b.offset for b in layout.barriers}
     threads = schedule.launch.warps * 32
@@ -454,10 +516,13 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
         if isinstance(decl, SmemDecl):
             slot = layout.buffer(decl.name)
             assert slot is not None
+            lay = lw.layouts[decl.name]
             buffers.append(LBuffer(name=decl.name, dtype=decl.dtype, shape=decl.shape,
                                    stages=decl.stages, offset=slot.offset,
                                    stage_bytes=decl.stage_bytes, align=slot.align,
-                                   swizzle=decl.swizzle, alias=slot.alias))
+                                   swizzle=decl.swizzle, alias=slot.alias,
+                                   layout="swizzled" if lay.swizzled else "row_major",
+                                   note=lay.note))
     return LoweredKernel(
         name=schedule.name,
         schedule_sha256=schedule_sha256(schedule),
@@ -486,4 +551,5 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
         zero_bytes=layout.zero_bytes,
         subset_barriers=tuple(LSubsetBarrier(role=role, warps=warps, id=ident)
                               for (role, warps), ident in lw.subset_ids.items()),
+        tensor_maps=tuple(lw.tensor_maps.values()),
     )

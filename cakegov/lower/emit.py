@@ -39,10 +39,12 @@ from cakegov.lower.kernel import (
     LOp,
     LoweredKernel,
     LRole,
+    LTma,
     LWait,
+    LWgmma,
 )
 from cakegov.lower.operands import EmitError, ctype, fragment_var, operand
-from cakegov.lower.spellings import ARRIVERS, FENCES, FRAGMENT_TYPES, PTX
+from cakegov.lower.spellings import ARRIVERS, FENCES, FRAGMENT_TYPES, PTX, WGMMA_TYPES
 
 TEMPLATES = Path(__file__).parent / "templates"
 MARKER_RE = re.compile(r"^\s*// @ (?P<path>\S+) \(line (?P<line>\d+)\): ")
@@ -100,6 +102,7 @@ class _Emitter:
         self.env = _environment()
         self.used: set[str] = set()
         self._compiled: dict[str, Template] = {}
+        self.wgmma_shapes: dict[str, tuple[int, int, str]] = {}  # device function -> shape
 
     # ---- helpers ---------------------------------------------------------------------
 
@@ -196,7 +199,9 @@ class _Emitter:
             return self.render("init.cu.j2", address=cexpr(bar.slot_offset(op.index)),
                                count=op.count, barrier=op.barrier, index=render(op.index))
         if isinstance(op, LGroupWait):
-            return self.render(f"group_wait_{op.group}.cu.j2", pending=op.pending)
+            real = [{"fragments": [fragment_var(f) for f in op.fragments]}] if op.wgmma else []
+            return self.render(f"group_wait_{op.group}.cu.j2", pending=op.pending,
+                               wgmma=real, sync=[] if real else [1])
         if isinstance(op, LCopy):
             return self.copy(op, role)
         if isinstance(op, LCompute):
@@ -220,10 +225,60 @@ class _Emitter:
             "zero": str(self.kernel.zero_offset),
             "multicast": f"(cg::u32)({cexpr(op.multicast)})" if op.multicast is not None
             else "0u",
+            "tma": [self.tma_view(op.tma)] if op.tma is not None else [],
+            "rowwise": [] if op.tma is not None else [{"why": op.note}],
         }
         text = self.plugin_template("load").render(op=op, copy=view, ptx=self.ptx,
                                                    role=self.role_view(role))
         return text.splitlines()
+
+    def tma_view(self, tma: LTma, src: str = "") -> dict[str, Any]:
+        if self.kernel.tensor_map(tma.map) is None:
+            raise EmitError(f"unknown tensor map `{tma.map}`")
+        return {"map": tma.map, "src": src,
+                "boxes": [{"offset": b.offset, "row": b.row, "col": b.col}
+                          for b in tma.boxes]}
+
+    def wgmma_view(self, w: LWgmma, op: LCompute) -> dict[str, Any]:
+        """The instructions of one wgmma lowering, in K-step order, each with the offsets
+        the LoweredKernel derived (the emitter adds nothing but the spelling)."""
+        if w.dtype not in WGMMA_TYPES:
+            raise EmitError(f"{op.path}: no wgmma spelling for {w.dtype}")
+        fn = f"wgmma_m64n{w.n}k{w.k}_{w.dtype}"
+        self.wgmma_shapes[fn] = (w.n, w.k, w.dtype)
+        stage = {}
+        for side in ("a", "b"):
+            ref = op.args[side]
+            buf = self.kernel.buffer(ref.name)
+            if buf is None:
+                raise EmitError(f"{op.path}: unknown buffer `{ref.name}`")
+            stage[side] = cexpr(buf.stage_offset(ref.stage if ref.stage is not None
+                                                 else Const(value=0)))
+        half = w.n // 2
+        instructions = [
+            {"fn": fn, "slot": (mi * w.blocks_n + ni) * half, "a": w.a.starts[mi][ks],
+             "b": w.b.starts[ni][ks], "keep": "cg_keep" if ks == 0 else "true"}
+            for ks in range(w.k_steps) for mi in range(w.blocks_m) for ni in range(w.blocks_n)]
+        return {"a_stage": stage["a"], "b_stage": stage["b"], "groups_n": w.groups_n,
+                "a_stride": w.a.group_stride, "b_stride": w.b.group_stride,
+                "a_hi": f"{w.a.hi:#x}", "b_hi": f"{w.b.hi:#x}", "instructions": instructions}
+
+    def fast_path(self, op: LCompute) -> dict[str, Any]:
+        """Template context choosing between the fast path and the kept lowering: `wgmma`
+        / `sync` for mma_async, `tma` / `rowwise` for store_async (each a list of zero or
+        one entry, so templates stay logic-free)."""
+        wgmma = [self.wgmma_view(op.wgmma, op)] if op.wgmma is not None else []
+        tma: list[dict[str, Any]] = []
+        if op.tma is not None:
+            src = op.args.get("src")
+            buf = self.kernel.buffer(getattr(src, "name", ""))
+            if buf is None:
+                raise EmitError(f"{op.path}: a tensor-map store needs a shared-memory source")
+            stage = getattr(src, "stage", None)
+            tma = [self.tma_view(op.tma, cexpr(buf.stage_offset(
+                stage if stage is not None else Const(value=0))))]
+        return {"wgmma": wgmma, "sync": [] if wgmma else [{"why": op.note}],
+                "tma": tma, "rowwise": [] if tma else [{"why": op.note}]}
 
     def compute(self, op: LCompute, role: LRole) -> list[str]:
         plugin = self.primitives.get(op.primitive)
@@ -232,7 +287,8 @@ class _Emitter:
                 for name, value in op.args.items()}
         template = self.plugin_template(op.primitive)
         try:
-            text = template.render(op=op, args=args, ptx=self.ptx, role=self.role_view(role))
+            text = template.render(op=op, args=args, ptx=self.ptx, role=self.role_view(role),
+                                   **self.fast_path(op))
         except TemplateError as exc:
             raise EmitError(f"{op.path} (line {op.span.line}): primitive `{op.primitive}` "
                             f"cannot be emitted with these arguments: {exc}") from exc
@@ -245,8 +301,13 @@ class _Emitter:
         if lay is None:
             raise EmitError(f"fragment `{frag.name}` has no layout")
         t = ctype(frag.dtype)
-        targs = ([t, lay.rows, lay.cols, lay.warps_m, lay.warps_n] if lay.kind == "mma"
-                 else [t, lay.rows, lay.cols, lay.threads])
+        if lay.kind == "wgmma":
+            targs = [t, lay.rows, lay.cols, lay.groups_m, lay.groups_n, lay.blocks_m,
+                     lay.blocks_n, lay.inst_n]
+        elif lay.kind == "mma":
+            targs = [t, lay.rows, lay.cols, lay.warps_m, lay.warps_n]
+        else:
+            targs = [t, lay.rows, lay.cols, lay.threads]
         return self.render("fragment.cu.j2", type=FRAGMENT_TYPES[lay.kind], targs=targs,
                            var=fragment_var(frag.name), name=frag.name, dtype=frag.dtype,
                            shape=list(frag.shape), kind=lay.kind, slots=lay.slots)
@@ -272,6 +333,8 @@ class _Emitter:
             names.append(p.name)
             if p.kind == "size":
                 decls.append(f"int {p.name}")
+            elif p.kind == "tensor_map":
+                decls.append(f"const __grid_constant__ cg::TensorMap {p.name}")
             else:
                 qual = "" if p.output else "const "
                 decls.append(f"{qual}{ctype(p.dtype)}* __restrict__ {p.name}")
@@ -289,6 +352,16 @@ class _Emitter:
         guards += [{"condition": f"{n} <= 0", "reason": f"the workload requires {n} > 0"}
                    for n in sorted(sizes) if n not in self.kernel.sizes]
         return guards
+
+    def wgmma_function(self, fn: str, n: int, k: int, dtype: str) -> str:
+        """The device function issuing one `wgmma.mma_async` of shape m64n{n}k{k}: N / 2
+        accumulator registers as `+f` operands, then the two descriptors and scale-d."""
+        ptx_type, transposes = WGMMA_TYPES[dtype]
+        regs = n // 2
+        return "\n".join(self.render(
+            "wgmma.cu.j2", fn=fn, n=n, k=k, type=ptx_type,
+            regs=[f"%{i}" for i in range(regs)], outs=[f'"+f"(d[{i}])' for i in range(regs)],
+            da=regs, db=regs + 1, scale=regs + 2, trans=", 0, 0" if transposes else ""))
 
     def init(self) -> list[str]:
         lines: list[str] = []
@@ -318,6 +391,8 @@ class _Emitter:
                 code = self.env.from_string(plugin.device).render(ptx=self.ptx)
                 device.append({"name": name, "relpath": plugin.relpath,
                                "version": plugin.version, "code": code})
+        constructs = [self.wgmma_function(fn, *shape)
+                      for fn, shape in sorted(self.wgmma_shapes.items())]
         zero = (self.render("zero_fill.cu.j2", bytes=k.zero_bytes, offset=k.zero_offset,
                             words=k.zero_bytes // 4, threads=k.threads)
                 if k.zero_bytes else [])
@@ -330,7 +405,8 @@ class _Emitter:
                    "see docs/lowering.md."]))
         runtime = self.env.get_template("runtime.cuh.j2").render(ptx=self.ptx)
         text = self.env.get_template("kernel.cu.j2").render(
-            header=header, runtime=runtime, device=device, threads=k.threads, name=k.name,
+            header=header, runtime=runtime, device=device, constructs=constructs,
+            threads=k.threads, name=k.name,
             params=decls, contract=self.contract(), base_align=k.smem_base_align,
             init=self.init(), zero_fill=zero, roles=roles,
             cluster_sync=(["cg::cluster_sync();  // the peers' barriers are initialised "

@@ -7,13 +7,17 @@ writes gets the `rows` layout (one thread per row, so the reduction needs no
 communication); every other fragment gets the `flat` layout (consecutive elements on
 consecutive threads: coalesced loads and stores). Fragments that an elementwise op
 connects (`dst` and `src` both fragments) are copied slot by slot, so they share one
-layout: the requirement of any of them."""
+layout: the requirement of any of them. An `mma_async` accumulator that the lowering turns
+into wgmma (cakegov/lower/warpgroup.py) gets the wgmma accumulator layout instead of the
+mma.sync one."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+
 from cakegov.ir.nodes import Call, FragmentDecl, FragmentRef, Schedule
 from cakegov.ir.parse import walk_statements
-from cakegov.lower.kernel import LFragLayout, LoweringError
+from cakegov.lower.kernel import LFragLayout, LoweringError, view_2d
 
 MMA_M, MMA_N = 16, 8  # accumulator tile of mma.sync.m16n8k16
 WARP = 32
@@ -28,17 +32,6 @@ MMA_OPERANDS = {"mma": ("acc",), "mma_async": ("acc",)}
 # Fragment operands that must share a layout with each other.
 SHARED_LAYOUT = {"elementwise": ("dst", "src"), "rowwise": ("dst", "src"),
                  "scale_accumulate": ("acc", "src")}
-
-
-def view_2d(shape: tuple[int, ...]) -> tuple[int, int]:
-    """The 2-D view of a fragment or operand tile: rank 1 `(n,)` is `n x 1`; otherwise the
-    leading dimensions are flattened into rows."""
-    if len(shape) == 1:
-        return shape[0], 1
-    rows = 1
-    for d in shape[:-1]:
-        rows *= d
-    return rows, shape[-1]
 
 
 def mma_warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int]:
@@ -62,10 +55,8 @@ def mma_warp_grid(rows: int, cols: int, warps: int) -> tuple[int, int]:
     return wm, warps // wm
 
 
-def _uses(schedule: Schedule) -> dict[str, set[str]]:
-    """For each fragment, the layouts its uses (and those of its linked fragments)
-    require."""
-    need: dict[str, set[str]] = {}
+def linked_groups(schedule: Schedule) -> dict[str, str]:
+    """Every fragment a SHARED_LAYOUT operand pair links, mapped to its group's root."""
     group: dict[str, str] = {}  # union-find over fragments linked by SHARED_LAYOUT
 
     def find(name: str) -> str:
@@ -77,17 +68,6 @@ def _uses(schedule: Schedule) -> dict[str, set[str]]:
         for stmt, _ in walk_statements(role.body):
             if not isinstance(stmt, Call):
                 continue
-            for kind, table in (("rows", ROW_OPERANDS), ("mma", MMA_OPERANDS)):
-                for arg in table.get(stmt.primitive, ()):
-                    value = stmt.args.get(arg)
-                    if isinstance(value, FragmentRef):
-                        need.setdefault(value.name, set()).add(kind)
-            key, forced = ROW_WHEN_FRAGMENT.get(stmt.primitive, ("", ()))
-            if isinstance(stmt.args.get(key), FragmentRef):
-                for arg in forced:
-                    value = stmt.args.get(arg)
-                    if isinstance(value, FragmentRef):
-                        need.setdefault(value.name, set()).add("rows")
             refs = [v for a in SHARED_LAYOUT.get(stmt.primitive, ())
                     if isinstance(v := stmt.args.get(a), FragmentRef)]
             if len(refs) > 1 and any(v.tile is not None for v in refs):
@@ -97,17 +77,53 @@ def _uses(schedule: Schedule) -> dict[str, set[str]]:
             linked = [v.name for v in refs]
             for other in linked[1:]:
                 group[find(other)] = find(linked[0])
+    return {name: find(name) for name in set(group) | set(group.values())}
+
+
+def _uses(schedule: Schedule, wgmma: Collection[str] = ()) -> dict[str, set[str]]:
+    """For each fragment, the layouts its uses (and those of its linked fragments)
+    require; an `mma_async` accumulator in `wgmma` requires the wgmma layout."""
+    need: dict[str, set[str]] = {}
+    roots = linked_groups(schedule)
+
+    def find(name: str) -> str:
+        return roots.get(name, name)
+
+    for role in schedule.roles:
+        for stmt, _ in walk_statements(role.body):
+            if not isinstance(stmt, Call):
+                continue
+            for kind, table in (("rows", ROW_OPERANDS), ("mma", MMA_OPERANDS)):
+                for arg in table.get(stmt.primitive, ()):
+                    value = stmt.args.get(arg)
+                    if isinstance(value, FragmentRef):
+                        use = "wgmma" if kind == "mma" and stmt.primitive == "mma_async" \
+                            and value.name in wgmma else kind
+                        need.setdefault(value.name, set()).add(use)
+            key, forced = ROW_WHEN_FRAGMENT.get(stmt.primitive, ("", ()))
+            if isinstance(stmt.args.get(key), FragmentRef):
+                for arg in forced:
+                    value = stmt.args.get(arg)
+                    if isinstance(value, FragmentRef):
+                        need.setdefault(value.name, set()).add("rows")
     merged: dict[str, set[str]] = {}
     for name, kinds in need.items():
         merged.setdefault(find(name), set()).update(kinds)
-    names = set(need) | set(group) | {v for v in group.values()}
+    names = set(need) | set(roots)
     return {name: merged.get(find(name), set()) for name in names}
 
 
-def fragment_layouts(schedule: Schedule) -> dict[str, LFragLayout]:
-    """The layout of every fragment whose owning role exists."""
+def fragment_layouts(schedule: Schedule,
+                     wgmma: Mapping[str, LFragLayout] | None = None
+                     ) -> dict[str, LFragLayout]:
+    """The layout of every fragment whose owning role exists. `wgmma` holds the layouts
+    of the accumulators whose `mma_async` calls lower to wgmma (cakegov/lower/
+    warpgroup.py); fragments linked to one share its layout."""
     roles = {r.name: r for r in schedule.roles}
-    need = _uses(schedule)
+    wgmma = dict(wgmma or {})
+    need = _uses(schedule, wgmma)
+    roots = linked_groups(schedule)
+    by_root = {roots.get(name, name): lay for name, lay in wgmma.items()}
     out: dict[str, LFragLayout] = {}
     for decl in schedule.resources:
         if not isinstance(decl, FragmentDecl) or decl.role not in roles:
@@ -120,7 +136,13 @@ def fragment_layouts(schedule: Schedule) -> dict[str, LFragLayout]:
         if len(kinds) > 1:
             raise LoweringError(f"fragment `{decl.name}` is both an mma accumulator and a "
                                 "reduction operand; copy it into a second fragment")
-        if "mma" in kinds:
+        if "wgmma" in kinds:
+            lay = by_root.get(roots.get(decl.name, decl.name))
+            if lay is None or (lay.rows, lay.cols) != (rows, cols) or lay.threads != threads:
+                raise LoweringError(f"fragment `{decl.name}` shares its layout with a wgmma "
+                                    "accumulator of another shape or role")
+            out[decl.name] = lay
+        elif "mma" in kinds:
             if len(decl.shape) != 2:
                 raise LoweringError(f"mma accumulator `{decl.name}` must be 2-D")
             wm, wn = mma_warp_grid(rows, cols, warps)

@@ -11,9 +11,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.expr import BinOp, Const, Expr
 from cakegov.ir.nodes import Span, Value
 from cakegov.lower.layout import MBARRIER_BYTES
+from cakegov.lower.swizzle import KMajorTile
+from cakegov.lower.swizzle import mode as swizzle_mode
 from cakegov.plugin import Access
 
 NAMED_BARRIER_IDS = 16  # hardware named barriers per CTA (PTX ISA, bar)
@@ -28,6 +31,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
+def view_2d(shape: tuple[int, ...]) -> tuple[int, int]:
+    """The 2-D view of a fragment or operand tile: rank 1 `(n,)` is `n x 1`; otherwise the
+    leading dimensions are flattened into rows."""
+    if len(shape) == 1:
+        return shape[0], 1
+    rows = 1
+    for d in shape[:-1]:
+        rows *= d
+    return rows, shape[-1]
+
+
 def _affine(offset: int, index: Expr, stride: int) -> Expr:
     """`offset + index * stride` as an expression (folded when `index` is constant)."""
     if isinstance(index, Const):
@@ -39,8 +53,14 @@ def _affine(offset: int, index: Expr, stride: int) -> Expr:
 class LBuffer(_Model):
     """One shared-memory view: `stages` copies of `stage_bytes` at `offset`.
 
-    Bulk copies land rows unpermuted: `swizzle` only raises the alignment (a tensor-map
-    (TMA) lowering would apply the pattern; docs/lowering.md)."""
+    `layout` says where element (r, c) of a stage lives. `row_major`: at byte
+    `(r * cols + c) * elem_bytes`. `swizzled`: the K-major tile a tensor-map copy with the
+    buffer's `swizzle` leaves (cakegov/lower/swizzle.py `KMajorTile`: panels of the swizzle
+    width, then `Swizzle<B, 4, 3>` on the byte address), which wgmma reads through its
+    matrix descriptors. A buffer declared with a swizzle keeps the row-major layout when
+    something that touches it cannot produce or consume the pattern (a copy from a 1-D
+    tensor, a tile shape the pattern does not tile); `note` then says why, and the swizzle
+    only raises the alignment (cakegov/lower/tma.py, docs/lowering.md)."""
 
     name: str
     dtype: str
@@ -51,10 +71,27 @@ class LBuffer(_Model):
     align: int
     swizzle: str
     alias: str | None = None  # the view whose storage this one reuses (same offset)
+    layout: Literal["row_major", "swizzled"] = "row_major"
+    note: str = ""  # why a declared swizzle is not applied (empty: it is, or none declared)
 
     def stage_offset(self, stage: Expr) -> Expr:
         """Byte offset of stage `stage` from the aligned shared-memory base."""
         return _affine(self.offset, stage, self.stage_bytes)
+
+    def tile(self, base: int = 0) -> KMajorTile | None:
+        """The layout model of one stage starting at byte `base` (None: row-major)."""
+        if self.layout != "swizzled":
+            return None
+        rows, cols = view_2d(self.shape)
+        return KMajorTile(base=base, rows=rows, cols=cols, elem_bytes=dtype_bytes(self.dtype),
+                          swizzle=swizzle_mode(self.swizzle))
+
+    def element_offset(self, row: int, col: int) -> int:
+        """Byte offset of element (row, col) from the stage start, by `layout`."""
+        tile = self.tile()
+        if tile is not None:
+            return tile.address(row, col)
+        return (row * view_2d(self.shape)[1] + col) * dtype_bytes(self.dtype)
 
 
 class LBarrier(_Model):
@@ -104,9 +141,15 @@ class LFragLayout(_Model):
     `warps_m x warps_n` grid, warp `w` owns the `rows / warps_m x cols / warps_n` block at
     `(w // warps_n, w % warps_n)`, split into `tiles_m x tiles_n` tiles of 16 x 8; lane
     `l` holds rows `l // 4` and `l // 4 + 8`, columns `2 * (l % 4)` and `+ 1`, of each tile
-    (4 slots per tile, PTX ISA "Matrix fragments for mma.m16n8k16")."""
+    (4 slots per tile, PTX ISA "Matrix fragments for mma.m16n8k16").
+    `wgmma`: the accumulator of `wgmma.mma_async.m64nNk16` (PTX ISA 9.7.15.5, Figure 149,
+    cakegov/lower/wgmma.py `accumulator_element`): the role's warpgroups form a
+    `groups_m x groups_n` grid, warpgroup g owns the block at `(g // groups_n,
+    g % groups_n)`, split into `blocks_m x blocks_n` instruction tiles of 64 x `inst_n`;
+    thread t of the warpgroup holds register i of every tile in slot
+    `(mi * blocks_n + ni) * inst_n / 2 + i`."""
 
-    kind: Literal["flat", "rows", "mma"]
+    kind: Literal["flat", "rows", "mma", "wgmma"]
     rows: int
     cols: int
     threads: int
@@ -115,6 +158,11 @@ class LFragLayout(_Model):
     warps_n: int = 1
     tiles_m: int = 0
     tiles_n: int = 0
+    groups_m: int = 0  # wgmma: warpgroup grid, instruction tiles per warpgroup, tile N
+    groups_n: int = 0
+    blocks_m: int = 0
+    blocks_n: int = 0
+    inst_n: int = 0
 
 
 class LFragment(_Model):
@@ -133,6 +181,39 @@ class _Op(_Model):
     # done by one elected thread (`per="role"` arrives, bulk copies and stores, inits) is
     # done by lane 0 of the first of these warps.
     subset: tuple[int, ...] | None = None
+
+
+class LBox(_Model):
+    """One tensor-map copy of part of a stage: the box whose origin is tile element
+    (`row`, `col`), landing at byte `offset` of the stage (cakegov/lower/tma.py)."""
+
+    offset: int
+    row: int
+    col: int
+
+
+class LTensorMap(_Model):
+    """One `CUtensorMap` kernel parameter (`const __grid_constant__`): the host encodes it
+    with `cuTensorMapEncodeTiled` over the 2-D view `rows x cols` of `tensor` (row-major,
+    innermost dimension `cols`), box `box_rows x box_cols`, the swizzle of the shared
+    buffers it serves, out-of-bounds elements filled with zeros (docs/gpu.md)."""
+
+    name: str
+    tensor: str
+    dtype: str
+    rows: Expr
+    cols: Expr
+    box_rows: int
+    box_cols: int
+    swizzle: str  # "none" | "32B" | "64B" | "128B"
+
+
+class LTma(_Model):
+    """A copy (load or store) lowered to tensor-map instructions: one
+    `cp.async.bulk.tensor.2d` per box through the parameter `map`, issued by one thread."""
+
+    map: str
+    boxes: tuple[LBox, ...]
 
 
 class LCopy(_Op):
@@ -165,6 +246,10 @@ class LCopy(_Op):
     # same offset in every CTA of the mask and completes on each one's barrier (None:
     # this CTA only). cakegov/analysis/cluster.py
     multicast: Expr | None = None
+    # Tensor-map lowering (one elected thread, one instruction per box); None: row-wise
+    # cp.async.bulk, `note` saying why (cakegov/lower/tma.py).
+    tma: LTma | None = None
+    note: str = ""
 
     @property
     def row_elems(self) -> int:
@@ -252,6 +337,43 @@ class LGroupWait(_Op):
     group: Literal["wgmma", "bulk"]
     pending: int
     source: str
+    # wgmma: the role's mma_async calls are real wgmma groups (False: they run as
+    # synchronous mma.sync and nothing is in flight); the accumulators the wait hands back.
+    wgmma: bool = False
+    fragments: tuple[str, ...] = ()
+
+
+class LWgmmaOperand(_Model):
+    """The shared-memory matrix descriptors of one wgmma operand (K-major, PTX ISA
+    "Matrix Descriptor Format"): `hi` holds every field but the start address (leading and
+    stride byte offsets, swizzle mode), and instruction (block b, K step s) of warpgroup
+    row/column g starts at byte `starts[b][s] + g * group_stride` of the stage. Derived
+    with cakegov/lower/wgmma.py `kmajor_descriptor` (cakegov/lower/warpgroup.py)."""
+
+    buffer: str
+    hi: int
+    lbo: int
+    sbo: int
+    swizzle: str
+    starts: tuple[tuple[int, ...], ...]
+    group_stride: int
+
+
+class LWgmma(_Model):
+    """`mma_async` as `wgmma.mma_async.sync.aligned.m64n{n}k{k}`: per warpgroup,
+    `blocks_m x blocks_n` instructions per K step, `k_steps` K steps, between
+    `wgmma.fence` and `wgmma.commit_group`."""
+
+    dtype: str  # operand type (bf16, f16, f8e4m3, f8e5m2)
+    n: int
+    k: int
+    k_steps: int
+    groups_m: int
+    groups_n: int
+    blocks_m: int
+    blocks_n: int
+    a: LWgmmaOperand
+    b: LWgmmaOperand
 
 
 class LCompute(_Op):
@@ -267,6 +389,11 @@ class LCompute(_Op):
     # The asynchronous group the op commits (mma_async: wgmma, store_async: bulk): it
     # completes at a later LGroupWait of that group, not at issue.
     group: Literal["wgmma", "bulk"] | None = None
+    # mma_async lowered to wgmma (None: mma.sync, `note` says why); store_async lowered to
+    # a tensor-map store (None: row-wise cp.async.bulk, `note` says why).
+    wgmma: LWgmma | None = None
+    tma: LTma | None = None
+    note: str = ""
 
 
 class LFor(_Op):
@@ -292,11 +419,12 @@ LFor.model_rebuild()
 
 class LParam(_Model):
     """One kernel parameter, in ABI order: the workload's tensors (in its TENSORS order),
-    then one `int` per workload size (in its SIZES order). `rows x cols` is the tensor's
+    then one `int` per workload size (in its SIZES order), then one `CUtensorMap` per
+    `LoweredKernel.tensor_maps` entry (its `name`; `dims` empty). `rows x cols` is the tensor's
     2-D element view used by compute and store operands (rank 1: `n x 1`)."""
 
     name: str
-    kind: Literal["tensor", "size"]
+    kind: Literal["tensor", "size", "tensor_map"]
     dtype: str = "i32"
     dims: tuple[str, ...] = ()
     output: bool = False
@@ -355,6 +483,11 @@ class LoweredKernel(_Model):
     zero_bytes: int = 0
     # Named barriers reserved for multi-warp subsets of roles (after the role barriers).
     subset_barriers: tuple[LSubsetBarrier, ...] = ()
+    # Tensor maps the kernel takes as parameters (after the sizes), in ABI order.
+    tensor_maps: tuple[LTensorMap, ...] = ()
+
+    def tensor_map(self, name: str) -> LTensorMap | None:
+        return next((t for t in self.tensor_maps if t.name == name), None)
 
     def barrier(self, name: str) -> LBarrier | None:
         return next((b for b in self.barriers if b.name == name), None)

@@ -4,15 +4,19 @@ This is the one derivation of offsets in the project: the checker's capacity rul
 protocol analysis and the CUDA emitter all read it. Buffers are placed in declaration
 order, each aligned to the larger of its declared alignment and its swizzle repeat; the
 mbarriers (8 bytes each; a pipeline owns a full and an empty barrier per stage) follow.
+A buffer that a tensor-map copy fills or drains is aligned to at least 128 bytes (a root
+too, when a view aliasing it is such a buffer).
 The dynamic shared-memory window is only guaranteed 16-byte aligned, so when a buffer
 needs more, the kernel rounds its base up at run time and the layout reserves the
 worst-case slack of `max_align - 16` bytes.
 
-A schedule with a zero-padded bulk load (`pad=True`) also gets a *zero row* after the
-barriers: as many zero bytes as the widest padded tile row, 16-byte aligned. The lowered
-kernel fills the part of a tail tile outside the tensor with bulk copies from this row
-(shared to shared), so every tile delivers exactly its full byte count to its mbarrier
-(see docs/lowering.md, "Tail tiles")."""
+A schedule with a zero-padded load (`pad=True`) that stays on the row-wise bulk-copy path
+(a 1-D tensor, a tile no tensor map takes: cakegov/lower/tma.py) also gets a *zero row*
+after the barriers: as many zero bytes as the widest such tile row, 16-byte aligned. The
+lowered kernel fills the part of a tail tile outside the tensor with bulk copies from this
+row (shared to shared), so every tile delivers exactly its full byte count to its mbarrier
+(see docs/lowering.md, "Tail tiles"). Tensor-map loads need no zero row: the hardware fills
+the out-of-bounds part of a box with zeros and still completes its full bytes."""
 
 from __future__ import annotations
 
@@ -20,15 +24,12 @@ from dataclasses import dataclass
 
 from cakegov.ir.nodes import (
     SWIZZLE_BYTES,
-    BoolValue,
-    Call,
     MBarrierDecl,
     PipelineDecl,
     Schedule,
     SmemDecl,
-    SmemRef,
 )
-from cakegov.ir.parse import walk_statements
+from cakegov.lower.tma import TMA_SMEM_ALIGN, needs_zero_row, tensor_map_buffers
 
 BASE_ALIGN = 16  # what the CUDA runtime guarantees for extern __shared__ arrays
 MBARRIER_BYTES = 8
@@ -78,8 +79,12 @@ class SmemLayout:
         return next((b for b in self.buffers if b.name == name), None)
 
 
-def buffer_alignment(decl: SmemDecl) -> int:
-    return max(decl.align, SWIZZLE_REPEAT.get(decl.swizzle, 0), BASE_ALIGN)
+def buffer_alignment(decl: SmemDecl, tensor_map: bool = False) -> int:
+    """The larger of the declared alignment, the swizzle repeat and 16; at least 128 for a
+    buffer a tensor-map copy fills or drains (`tensor_map`: its shared-memory address must
+    be 128-byte aligned, cakegov/lower/tma.py)."""
+    return max(decl.align, SWIZZLE_REPEAT.get(decl.swizzle, 0), BASE_ALIGN,
+               TMA_SMEM_ALIGN if tensor_map else 0)
 
 
 def _round_up(value: int, align: int) -> int:
@@ -87,23 +92,23 @@ def _round_up(value: int, align: int) -> int:
 
 
 def zero_row_bytes(schedule: Schedule) -> int:
-    """Bytes of the zero row: the widest row of a buffer that a `pad=True` load fills,
-    rounded up to 16 (0 when no load pads)."""
-    widest = 0
-    decls = {d.name: d for d in schedule.resources}
-    for role in schedule.roles:
-        for stmt, _ in walk_statements(role.body):
-            if not (isinstance(stmt, Call) and stmt.primitive == "load"):
-                continue
-            pad, dst = stmt.args.get("pad"), stmt.args.get("dst")
-            decl = decls.get(dst.name) if isinstance(dst, SmemRef) else None
-            if isinstance(pad, BoolValue) and pad.value and isinstance(decl, SmemDecl):
-                widest = max(widest, decl.row_bytes)
+    """Bytes of the zero row: the widest row of a buffer that a `pad=True` load fills on
+    the row-wise path, rounded up to 16 (0 when no such load pads)."""
+    widest = max((decl.row_bytes for decl in needs_zero_row(schedule)), default=0)
     return _round_up(widest, BASE_ALIGN)
 
 
 def smem_layout(schedule: Schedule) -> SmemLayout:
     """The shared-memory layout of `schedule`."""
+    tma = tensor_map_buffers(schedule)
+    need: dict[str, int] = {}
+    for decl in schedule.resources:
+        if isinstance(decl, SmemDecl):
+            need[decl.name] = buffer_alignment(decl, decl.name in tma)
+            # a root is aligned for the tensor-map copies of the views that alias it (the
+            # other alignments an alias needs are the schedule's to meet: rule R010)
+            if decl.alias in need and decl.name in tma:
+                need[decl.alias] = max(need[decl.alias], TMA_SMEM_ALIGN)
     offset = 0
     buffers: list[BufferSlot] = []
     padding = 0
@@ -117,13 +122,13 @@ def smem_layout(schedule: Schedule) -> SmemLayout:
             # an alias starts at its root's offset and takes no storage of its own; one
             # larger than its root (rule R010) still ends inside the layout
             slot = BufferSlot(decl.name, root.offset, decl.stage_bytes, decl.stages,
-                              buffer_alignment(decl), 0, alias=root.name)
+                              need[decl.name], 0, alias=root.name)
             buffers.append(slot)
             slots[decl.name] = slot
             max_align = max(max_align, slot.align)
             offset = max(offset, slot.offset + slot.bytes)
             continue
-        align = buffer_alignment(decl)
+        align = need[decl.name]
         max_align = max(max_align, align)
         start = _round_up(offset, align)
         padding += start - offset

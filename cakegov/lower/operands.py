@@ -26,6 +26,7 @@ from cakegov.lower.cexpr import cexpr
 from cakegov.lower.fragments import view_2d
 from cakegov.lower.kernel import LoweredKernel
 from cakegov.lower.spellings import CTYPES
+from cakegov.lower.swizzle import mode as swizzle_mode
 
 
 class EmitError(Exception):
@@ -50,7 +51,17 @@ def smem_ref(kernel: LoweredKernel, ref: SmemRef) -> str:
     rows, cols = view_2d(buf.shape)
     t = ctype(buf.dtype)
     offset = cexpr(buf.stage_offset(ref.stage if ref.stage is not None else Const(value=0)))
-    return f"cg::Smem<{t}, {rows}, {cols}>{{({t}*)(cg_smem + {offset})}}"
+    bits = swizzle_bits(kernel, ref.name)
+    return f"cg::Smem<{t}, {rows}, {cols}, {bits}>{{({t}*)(cg_smem + {offset})}}"
+
+
+def swizzle_bits(kernel: LoweredKernel, buffer: str) -> int:
+    """The `SW` template argument of `cg::Smem` for a buffer: B of `Swizzle<B, 4, 3>` when
+    the buffer holds the swizzled layout (`LBuffer.layout`), else 0 (row-major)."""
+    buf = kernel.buffer(buffer)
+    if buf is None or buf.layout != "swizzled":
+        return 0
+    return swizzle_mode(buf.swizzle).bits
 
 
 def tensor_ref(kernel: LoweredKernel, name: str) -> str:

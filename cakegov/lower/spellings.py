@@ -43,6 +43,30 @@ SM90A_PTX: dict[str, str] = {
     "cvt_f16x2_e5m2x2": "cvt.rn.f16x2.e5m2x2",
     "cvt_e4m3x2_f32": "cvt.rn.satfinite.e4m3x2.f32",
     "cvt_e5m2x2_f32": "cvt.rn.satfinite.e5m2x2.f32",
+    # tensor-map copies (PTX ISA 9.7.9.27 cp.async.bulk.tensor; sm_90): a 2-D box global ->
+    # shared completing on an mbarrier, its multicast form (sm_90a), and shared -> global
+    # in a bulk group
+    "tma_load_2d": "cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                   ".mbarrier::complete_tx::bytes",
+    "tma_load_2d_multicast": "cp.async.bulk.tensor.2d.shared::cluster.global.tile"
+                             ".mbarrier::complete_tx::bytes.multicast::cluster",
+    "tma_store_2d": "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
+    # warpgroup MMA (PTX ISA 9.7.15: wgmma.fence, wgmma.mma_async, wgmma.commit_group,
+    # wgmma.wait_group; sm_90a)
+    "wgmma_fence": "wgmma.fence.sync.aligned",
+    "wgmma_mma_async": "wgmma.mma_async.sync.aligned",
+    "wgmma_commit": "wgmma.commit_group.sync.aligned",
+    "wgmma_wait": "wgmma.wait_group.sync.aligned",
+}
+
+# wgmma operand types: schedule dtype -> (PTX type, takes the imm-trans-a/b operands).
+# PTX ISA 9.7.15.5: only the 16-bit types have the transpose immediates; fp8 operands are
+# K-major by definition.
+WGMMA_TYPES: dict[str, tuple[str, bool]] = {
+    "bf16": ("bf16", True),
+    "f16": ("f16", True),
+    "f8e4m3": ("e4m3", False),
+    "f8e5m2": ("e5m2", False),
 }
 
 PTX: dict[str, Mapping[str, str]] = {"sm_90a": SM90A_PTX}
@@ -74,6 +98,6 @@ FENCES: dict[str, str] = {"proxy_async": "cg::fence_proxy_async();", "warp": "__
 
 # `LFragLayout.kind` -> the runtime fragment type (template arguments follow the kind).
 FRAGMENT_TYPES: dict[str, str] = {"flat": "cg::FragFlat", "rows": "cg::FragRows",
-                                  "mma": "cg::FragMma"}
+                                  "mma": "cg::FragMma", "wgmma": "cg::FragWgmma"}
 
 GRID_AXES = ("x", "y", "z")

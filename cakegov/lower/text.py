@@ -21,7 +21,10 @@ from cakegov.lower.kernel import (
     LOp,
     LoweredKernel,
     LRole,
+    LTma,
     LWait,
+    LWgmma,
+    LWgmmaOperand,
 )
 
 INDENT = "  "
@@ -45,8 +48,8 @@ def _value(value) -> str:
     return str(value.value)
 
 
-def _ops(ops: tuple[LOp, ...], depth: int, enclosing: tuple[int, ...] | None
-         ) -> list[str]:
+def _ops(ops: tuple[LOp, ...], depth: int, enclosing: tuple[int, ...] | None,
+         kernel: LoweredKernel | None = None) -> list[str]:
     """Ops in order; a run of ops of one `with lm.warps(...)` block (LOp.subset) is
     printed under one `warps [...] of the role only:` head."""
     out: list[str] = []
@@ -57,11 +60,29 @@ def _ops(ops: tuple[LOp, ...], depth: int, enclosing: tuple[int, ...] | None
             if current is not None and current != enclosing:
                 out.append(f"{INDENT * depth}warps {list(current)} of the role only:")
         inner = depth + 1 if current is not None and current != enclosing else depth
-        out.extend(_op(op, inner))
+        out.extend(_op(op, inner, kernel))
     return out
 
 
-def _op(op: LOp, depth: int) -> list[str]:
+def _tma(tma: LTma, kernel: LoweredKernel | None) -> str:
+    tmap = kernel.tensor_map(tma.map) if kernel is not None else None
+    box = f" box {tmap.box_rows} x {tmap.box_cols}, swizzle {tmap.swizzle}" if tmap else ""
+    where = ", ".join(f"+{b.offset} B <- tile ({b.row}, {b.col})" for b in tma.boxes)
+    return (f"tensor map {tma.map}{box}: {len(tma.boxes)} cp.async.bulk.tensor.2d "
+            f"({where})")
+
+
+def _wgmma(w: LWgmma) -> str:
+    def operand(o: LWgmmaOperand) -> str:
+        starts = "; ".join(", ".join(str(x) for x in block) for block in o.starts)
+        return (f"{o.buffer} desc LBO {o.lbo} SBO {o.sbo} swizzle {o.swizzle} hi "
+                f"{o.hi:#018x}, starts [{starts}] + warpgroup x {o.group_stride}")
+    return (f"wgmma m64n{w.n}k{w.k}.f32.{w.dtype}: {w.groups_m} x {w.groups_n} "
+            f"warpgroups, {w.blocks_m} x {w.blocks_n} instructions per K step, "
+            f"{w.k_steps} K steps; a: {operand(w.a)}; b: {operand(w.b)}")
+
+
+def _op(op: LOp, depth: int, kernel: LoweredKernel | None = None) -> list[str]:
     pad = INDENT * depth
     where = f"    # line {op.span.line}"
     if isinstance(op, LFor):
@@ -69,7 +90,7 @@ def _op(op: LOp, depth: int) -> list[str]:
         step += f", advancing counter {op.counter}" if op.counter else ""
         head = (f"{pad}for {op.var} in [{render(op.start)}, {render(op.stop)}){step}:"
                 f"{where}")
-        return [head, *_ops(op.body, depth + 1, op.subset)]
+        return [head, *_ops(op.body, depth + 1, op.subset, kernel)]
     if isinstance(op, LWait):
         return [f"{pad}wait {op.barrier}[{render(op.index)}] parity {render(op.parity)}"
                 f"    # {op.source}, line {op.span.line}"]
@@ -85,10 +106,12 @@ def _op(op: LOp, depth: int) -> list[str]:
         pad_s = ", zero-padded" if op.pad else ""
         if op.multicast is not None:
             pad_s += f", multicast to CTA mask {render(op.multicast)}"
+        how = _tma(op.tma, kernel) if op.tma is not None else op.note
         return [f"{pad}copy {op.tensor}[{render(op.row0)} + r, {render(op.col0)} ..] of "
                 f"{render(op.src_rows)} x {render(op.src_cols)} -> {op.buffer}"
                 f"[{render(op.stage)}]: {op.rows} rows x {op.row_bytes} B = {op.bytes} B "
-                f"on {op.barrier}[{render(op.barrier_index)}]{pad_s}{where}"]
+                f"on {op.barrier}[{render(op.barrier_index)}]{pad_s}{where}",
+                f"{pad}{INDENT}# {how}"]
     if isinstance(op, LNamedSync) and op.id == CLUSTER_BARRIER:
         return [f"{pad}barrier.cluster arrive + wait, {op.threads} threads ({op.barrier})"
                 f"{where}"]
@@ -102,19 +125,32 @@ def _op(op: LOp, depth: int) -> list[str]:
     if isinstance(op, LInit):
         return [f"{pad}init {op.barrier}[{render(op.index)}] count {op.count}{where}"]
     if isinstance(op, LGroupWait):
-        return [f"{pad}wait_group {op.group} pending {op.pending}{where}"]
+        how = ""
+        if op.group == "wgmma":
+            how = (f" (wgmma.wait_group; then {', '.join(op.fragments)} may be read)"
+                   if op.wgmma else " (mma_async runs as mma.sync: no group is in flight)")
+        return [f"{pad}wait_group {op.group} pending {op.pending}{how}{where}"]
     if isinstance(op, LCompute):
         args = ", ".join(f"{k}={_value(v)}" for k, v in op.args.items())
-        return [f"{pad}{op.primitive}({args}){where}"]
+        lines = [f"{pad}{op.primitive}({args}){where}"]
+        if op.wgmma is not None:
+            lines.append(f"{pad}{INDENT}# {_wgmma(op.wgmma)}")
+        elif op.tma is not None:
+            lines.append(f"{pad}{INDENT}# {_tma(op.tma, kernel)}")
+        elif op.note:
+            keep = "mma.sync" if op.primitive == "mma_async" else "kept"
+            lines.append(f"{pad}{INDENT}# {keep}: {op.note}" if op.primitive == "mma_async"
+                         else f"{pad}{INDENT}# {op.note}")
+        return lines
     raise TypeError(f"unknown op {op!r}")
 
 
-def _role(role: LRole) -> list[str]:
+def _role(role: LRole, kernel: LoweredKernel | None = None) -> list[str]:
     regs = (f"setmaxnreg.{role.setmaxnreg} {role.regs}" if role.setmaxnreg
             else "entry registers" if role.regs is None else f"{role.regs} (= entry)")
     head = (f"role {role.name}: warps [{role.warp_start}, {role.warp_stop}) threads "
             f"[{role.thread_start}, {role.thread_stop}), {regs}")
-    return [head, *_ops(role.body, 1, None)]
+    return [head, *_ops(role.body, 1, None, kernel)]
 
 
 def lowered_text(kernel: LoweredKernel) -> str:
@@ -135,13 +171,16 @@ def lowered_text(kernel: LoweredKernel) -> str:
     if k.params:
         params = [f"{p.name}: {'out ' if p.output else ''}{p.dtype}[{', '.join(p.dims)}] "
                   f"(view {render(p.rows)} x {render(p.cols)})" if p.kind == "tensor"
+                  else f"{p.name}: CUtensorMap" if p.kind == "tensor_map"
                   else f"{p.name}: int" for p in k.params]
         lines.append("params: " + "; ".join(params))
     lines.append(f"shared memory: {k.smem_bytes} bytes (base aligned to {k.smem_base_align})")
     for b in k.buffers:
         lines.append(f"{INDENT}buffer {b.name}: {b.dtype}{list(b.shape)} x {b.stages} stages "
                      f"@ {b.offset} ({b.stage_bytes} B/stage, align {b.align}, swizzle "
-                     f"{b.swizzle})")
+                     f"{b.swizzle}, {b.layout.replace('_', '-')} layout)")
+        if b.note:
+            lines.append(f"{INDENT * 2}# {b.note}")
     for bar in k.barriers:
         tx = f", tx {bar.tx_bytes} B/phase" if bar.tx_bytes else ""
         tx += ", initialised by the schedule" if bar.init == "manual" else ""
@@ -151,6 +190,10 @@ def lowered_text(kernel: LoweredKernel) -> str:
                      f"{bar.count}{tx} ({bar.origin}{ring})")
     if k.zero_bytes:
         lines.append(f"{INDENT}zero row @ {k.zero_offset}: {k.zero_bytes} B")
+    for t in k.tensor_maps:
+        lines.append(f"tensor map {t.name}: {t.tensor} {t.dtype}[{render(t.rows)}, "
+                     f"{render(t.cols)}], box {t.box_rows} x {t.box_cols}, swizzle "
+                     f"{t.swizzle}, out-of-bounds elements read as zero")
     for n in k.named_barriers:
         lines.append(f"named barrier {n.name}: id {n.id}, {n.threads} threads")
     for sb in k.subset_barriers:
@@ -160,6 +203,10 @@ def lowered_text(kernel: LoweredKernel) -> str:
         lay = f.layout
         if lay is None:
             desc = "no layout"
+        elif lay.kind == "wgmma":
+            desc = (f"wgmma layout, {lay.groups_m} x {lay.groups_n} warpgroups, "
+                    f"{lay.blocks_m} x {lay.blocks_n} tiles of 64 x {lay.inst_n} per "
+                    f"warpgroup, {lay.slots} per thread")
         elif lay.kind == "mma":
             desc = (f"mma layout, {lay.warps_m} x {lay.warps_n} warps, {lay.tiles_m} x "
                     f"{lay.tiles_n} tiles of 16 x 8 per warp, {lay.slots} per thread")
@@ -167,5 +214,5 @@ def lowered_text(kernel: LoweredKernel) -> str:
             desc = f"{lay.kind} layout over {lay.threads} threads, {lay.slots} per thread"
         lines.append(f"fragment {f.name}: {f.dtype}{list(f.shape)} in role {f.role}, {desc}")
     for role in k.roles:
-        lines.extend(_role(role))
+        lines.extend(_role(role, k))
     return "\n".join(lines) + "\n"

@@ -3,8 +3,11 @@ lowered offsets, its shadow (who wrote and read each granule, under which proxy)
 global tensors, and the register fragments.
 
 Shared memory is `kernel.smem_bytes` bytes; a buffer stage lives at `LBuffer.offset +
-stage * stage_bytes`, so overlapping buffers or a wrong stage offset in the lowering show
-up as wrong results or races, not as a second idea of the layout. It starts poisoned
+stage * stage_bytes`, its elements where the buffer's lowered layout puts them
+(`LBuffer.layout`: row-major, or the swizzled K-major tile a tensor-map copy leaves, by the
+layout model: cakegov/analysis/footprint.py `byte_map`), so overlapping buffers, a wrong
+stage offset or a wrong layout in the lowering show up as wrong results or races, not as
+a second idea of the layout. It starts poisoned
 (0xFF, a NaN in every float encoding) except the zero row the kernel prologue writes.
 
 The shadow works on granules of `gcd(element sizes)` bytes (no element is narrower):
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cakegov.analysis.footprint import byte_map
 from cakegov.gpu.data import bf16_bits, bf16_values
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.fp8 import FORMATS as FP8
@@ -159,6 +163,9 @@ class SharedMemory:
     def read_tile(self, buffer: str, stage_start: int) -> np.ndarray:
         buf = self.buffers[buffer]
         raw = self.data[stage_start:stage_start + buf.stage_bytes]
+        where = byte_map(buf)
+        if where is not None:
+            raw = raw[where]
         return decode(buf.dtype, raw).reshape(view_2d(buf.shape))
 
     def write_tile(self, buffer: str, stage_start: int, values: np.ndarray,
@@ -174,11 +181,14 @@ class SharedMemory:
             np.broadcast_to(values, shape)
         raw = encode(buf.dtype, values)
         region = self.data[stage_start:stage_start + buf.stage_bytes]
+        where = byte_map(buf)
+        if where is None:
+            where = slice(None)
         if elements is None:
-            region[:] = raw
+            region[where] = raw
         else:
             sel = np.repeat(elements.reshape(-1), esize)
-            region[sel] = raw[sel]
+            region[where[sel] if isinstance(where, np.ndarray) else sel] = raw[sel]
 
     # ---- shadow ------------------------------------------------------------------------
 

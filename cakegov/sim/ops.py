@@ -22,7 +22,9 @@ The methods a plugin may call:
   with `guard`, elements outside the tensor are skipped (a tail guard), without they are
   an out-of-bounds write; `src` names the operand whose distribution decides which
   elements this warp writes;
-- for `load` (an `LCopy`): `index(expr)`, `gather(...)` and `put_stage(...)`."""
+- for `load` (an `LCopy`): `index(expr)`, `gather(...)` and `put_stage(...)`;
+- for an `mma_async` lowered to wgmma (`op.wgmma`): `wgmma_operands()`, both operands as
+  the hardware reads them through the lowered matrix descriptors."""
 
 from __future__ import annotations
 
@@ -30,8 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.expr import Expr
 from cakegov.lower.fragments import view_2d
+from cakegov.lower.wgmma import WGMMA_K_BYTES, WGMMA_M, MatrixDescriptor, encode_field
+from cakegov.sim.memory import decode
+from cakegov.sim.state import OOB
 
 if TYPE_CHECKING:
     from cakegov.sim.machine import Machine, Warp
@@ -129,6 +135,40 @@ class OpSim:
                                         vars_=self.vars)
         self.m.write_global(tensor, row, col, values, elements, guard, self.op)
 
+    # ---- wgmma operands -------------------------------------------------------------------
+
+    def wgmma_operands(self) -> tuple[np.ndarray, np.ndarray]:
+        """A (M x K) and B (N x K, K-major) as `wgmma.mma_async` reads them: for every
+        instruction of the lowering (warpgroup, block, K step) the 64-bit descriptor the
+        emitted code builds (`hi | (address & 0x3FFFF) >> 4`, address = stage start +
+        the derived start offset + warpgroup stride), decoded, and every element of its
+        64 (A) or N (B) rows by 32 bytes of K fetched from the byte
+        `MatrixDescriptor.address(row, kbyte)` names (PTX ISA canonical layouts). The
+        addresses are cached per operand and stage."""
+        w = self.op.wgmma
+        out = []
+        for side, groups, blocks, block_rows in (("a", w.groups_m, w.blocks_m, WGMMA_M),
+                                                 ("b", w.groups_n, w.blocks_n, w.n)):
+            ref = self.op.args[side]
+            start = self.m.stage_of(ref, self.vars, self.op)
+            buf = self.m.kernel.buffer(ref.name)
+            key = ("wgmma", self.op.path, side, start)
+            cache = self.m.placement.cache
+            if key not in cache:
+                cache[key] = _descriptor_addresses(getattr(w, side), start, groups, blocks,
+                                                   block_rows, w.k_steps, buf)
+            addrs = cache[key].reshape(-1)
+            outside = (addrs < 0) | (addrs >= self.m.smem.data.size)
+            if outside.any():
+                line = self.op.span.line
+                raise self.m.defect(OOB, f"line {line}: the wgmma descriptors of `{ref.name}` "
+                                    f"read shared byte {int(addrs[np.argmax(outside)])}, "
+                                    f"outside the CTA's {self.m.smem.data.size} bytes", line)
+            raw = self.m.smem.data[addrs]
+            rows, cols = view_2d(buf.shape)
+            out.append(decode(buf.dtype, raw).reshape(rows, cols))
+        return out[0], out[1]
+
     # ---- bulk copies (load) -------------------------------------------------------------
 
     def gather(self, tensor: str, view: tuple[int, int], row0: int, col0: int, rows: int,
@@ -141,3 +181,28 @@ class OpSim:
         start = self.dest.smem.stage_start(buffer, stage)
         assert start is not None  # checked when the copy was issued
         self.dest.smem.write_tile(buffer, start, np.asarray(values), None)
+
+
+def _descriptor_addresses(operand, start: int, groups: int, blocks: int, block_rows: int,
+                          k_steps: int, buf) -> np.ndarray:
+    """Byte addresses (rows x cols x element bytes) of every operand element as the
+    descriptors of `operand` (an `LWgmmaOperand`) make wgmma read them from a stage at
+    `start`; -1 for an element no instruction reads (there is none in a valid lowering:
+    the decode below then fails loudly)."""
+    rows, cols = view_2d(buf.shape)
+    size = dtype_bytes(buf.dtype)
+    out = np.full((rows, cols, size), -1, dtype=np.int64)
+    per_step = WGMMA_K_BYTES // size
+    for g in range(groups):
+        for b in range(blocks):
+            for s in range(k_steps):
+                address = start + operand.starts[b][s] + g * operand.group_stride
+                desc = MatrixDescriptor.decode(operand.hi | encode_field(address, "start"))
+                row0 = g * (rows // groups) + b * block_rows
+                for r in range(block_rows):
+                    for e in range(per_step):
+                        at = desc.address(r, e * size)
+                        out[row0 + r, s * per_step + e] = np.arange(at, at + size)
+    if (out < 0).any():
+        raise ValueError("the wgmma descriptors leave operand elements unread")
+    return out

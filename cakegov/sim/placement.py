@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cakegov.analysis.footprint import ALL, ENGINE, Footprint, Footprints, owners
+from cakegov.analysis.footprint import ALL, ENGINE, Footprint, Footprints, byte_map, owners
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.lower.fragments import view_2d
 from cakegov.lower.kernel import LoweredKernel
@@ -49,6 +49,7 @@ class Placement:
         self.fp = footprints
         self.layouts = {f.name: f.layout for f in kernel.fragments if f.layout is not None}
         self._cache: dict[tuple, Share] = {}
+        self.cache: dict[tuple, np.ndarray] = {}  # other derived data (wgmma addresses)
         self.gran = granule(kernel)
 
     def fragment(self, name: str, warp: int) -> np.ndarray:
@@ -82,11 +83,13 @@ class Placement:
         elif fp.who == ALL or fp.pairs is None:
             share = Share(np.ones(shape, dtype=bool), None, None)
         else:
-            byte, thread = fp.pairs[:, 0], fp.pairs[:, 1]
+            byte, thread = fp.pairs[:, 0], fp.pairs[:, 1]  # stage bytes of the layout
             mine = thread // WARP == warp
             esize = dtype_bytes(buf.dtype)
+            where = byte_map(buf)
+            logical = byte if where is None else np.argsort(where)[byte]
             elements = np.zeros(shape[0] * shape[1], dtype=bool)
-            elements[np.unique(byte[mine] // esize)] = True
+            elements[np.unique(logical[mine] // esize)] = True
             zero = thread % WARP == 0
             share = Share(elements.reshape(shape), self._rel(byte[mine & zero]),
                           self._rel(byte[mine & ~zero]), self._rel(byte[mine]))

@@ -11,7 +11,7 @@ import numpy as np
 from cakegov.plugin import Arg, Effects, Spread, access, mma_accumulate, operand_shape
 
 NAME = "mma"
-VERSION = "1.4.0"
+VERSION = "1.5.0"
 SPELLING = "lm.mma"
 CATEGORY = "compute"
 ARGS = (
@@ -51,7 +51,10 @@ def effects(call, view):
 # Each warp of the role multiplies its block of the accumulator (LFragLayout `mma`): per
 # 16-wide k step it loads its A and B fragments from shared memory (32-bit loads of two
 # adjacent elements, PTX ISA "Matrix fragments for mma.m16n8k16") and issues
-# tiles_m x tiles_n mma.sync instructions.
+# tiles_m x tiles_n mma.sync instructions. Addresses come from the operand's layout
+# (`Smem::at`: row-major, or swizzled where a tensor map loaded the buffer); a 32-bit
+# pair (2 x 16 bits at an even column, 4 x 8 bits at a column multiple of 4) never
+# crosses a 16-byte chunk, so a swizzle keeps it contiguous.
 TEMPLATE = """\
 cg::mma<{{ args.transpose_b.const }}>(
     {{ args.acc.ref }}, {{ args.a.ref }}, {{ args.b.ref }}, {{ args.init.ref }}, cg_team);"""
@@ -112,7 +115,7 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
                 "b must be K x N (N x K with transpose_b)");
   if (init) acc.zero();
   const int r0 = AccT::row0(t), c0 = AccT::col0(t);
-  const int q2 = 2 * (t.tid % 4);
+  const int q2 = 2 * (t.tid & 3);
   if constexpr (sizeof(E) == 1) {
     // fp8: mma.sync.m16n8k32, 4 elements per 32-bit register (PTX ISA, "Matrix fragments
     // for mma.m16n8k32"): a rows g and g + 8, columns 4 (l % 4) .. + 3 and + 16; b stored
@@ -120,26 +123,25 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
     static_assert(TRANSB, "fp8 mma reads b stored N x K (transpose_b=True)");
     static_assert(K % 32 == 0, "fp8 mma steps K by 32");
     const int q4 = 4 * (t.tid % 4);
-    const unsigned char* ap8 = reinterpret_cast<const unsigned char*>(a.p);
-    const unsigned char* bp8 = reinterpret_cast<const unsigned char*>(b.p);
-#pragma unroll
+    // one k step at a time: the fp8 tiles of a 128 x 128 block are register-heavy next to
+    // the two f32 accumulators a block-scaled GEMM keeps (unrolling K spills)
+#pragma unroll 1
     for (int kk = 0; kk < K; kk += 32) {
       u32 af[AccT::TM][4];
       u32 bf[AccT::TN][2];
 #pragma unroll
       for (int mi = 0; mi < AccT::TM; ++mi) {
-        const unsigned char* p = ap8 + (r0 + mi * 16) * K + kk + q4;
-        af[mi][0] = ld_quad(p);
-        af[mi][1] = ld_quad(p + 8 * K);
-        af[mi][2] = ld_quad(p + 16);
-        af[mi][3] = ld_quad(p + 8 * K + 16);
+        const int r = r0 + mi * 16;
+        af[mi][0] = ld_quad(&a.at(r, kk + q4).bits);
+        af[mi][1] = ld_quad(&a.at(r + 8, kk + q4).bits);
+        af[mi][2] = ld_quad(&a.at(r, kk + q4 + 16).bits);
+        af[mi][3] = ld_quad(&a.at(r + 8, kk + q4 + 16).bits);
       }
 #pragma unroll
       for (int ni = 0; ni < AccT::TN; ++ni) {
         const int n = c0 - q2 + ni * 8 + (t.tid % 32) / 4;
-        const unsigned char* p = bp8 + n * K + kk + q4;
-        bf[ni][0] = ld_quad(p);
-        bf[ni][1] = ld_quad(p + 16);
+        bf[ni][0] = ld_quad(&b.at(n, kk + q4).bits);
+        bf[ni][1] = ld_quad(&b.at(n, kk + q4 + 16).bits);
       }
 #pragma unroll
       for (int mi = 0; mi < AccT::TM; ++mi) {
@@ -151,31 +153,27 @@ __device__ __forceinline__ void mma(Acc&& acc, A&& a, B&& b, bool init, Team t) 
       }
     }
   } else {
-    const unsigned short* ap = reinterpret_cast<const unsigned short*>(a.p);
-    const unsigned short* bp = reinterpret_cast<const unsigned short*>(b.p);
 #pragma unroll
     for (int kk = 0; kk < K; kk += 16) {
       u32 af[AccT::TM][4];
       u32 bf[AccT::TN][2];
 #pragma unroll
       for (int mi = 0; mi < AccT::TM; ++mi) {
-        const unsigned short* p = ap + (r0 + mi * 16) * K + kk + q2;
-        af[mi][0] = ld_pair(p);
-        af[mi][1] = ld_pair(p + 8 * K);
-        af[mi][2] = ld_pair(p + 8);
-        af[mi][3] = ld_pair(p + 8 * K + 8);
+        const int r = r0 + mi * 16;
+        af[mi][0] = ld_pair(&a.at(r, kk + q2).bits);
+        af[mi][1] = ld_pair(&a.at(r + 8, kk + q2).bits);
+        af[mi][2] = ld_pair(&a.at(r, kk + q2 + 8).bits);
+        af[mi][3] = ld_pair(&a.at(r + 8, kk + q2 + 8).bits);
       }
 #pragma unroll
       for (int ni = 0; ni < AccT::TN; ++ni) {
         const int n = c0 - q2 + ni * 8 + (t.tid % 32) / 4;  // column g of tile ni
         if constexpr (TRANSB) {
-          const unsigned short* p = bp + n * K + kk + q2;
-          bf[ni][0] = ld_pair(p);
-          bf[ni][1] = ld_pair(p + 8);
+          bf[ni][0] = ld_pair(&b.at(n, kk + q2).bits);
+          bf[ni][1] = ld_pair(&b.at(n, kk + q2 + 8).bits);
         } else {
-          const unsigned short* p = bp + (kk + q2) * N + n;
-          bf[ni][0] = pack_pair(p[0], p[N]);
-          bf[ni][1] = pack_pair(p[8 * N], p[9 * N]);
+          bf[ni][0] = pack_pair(b.at(kk + q2, n).bits, b.at(kk + q2 + 1, n).bits);
+          bf[ni][1] = pack_pair(b.at(kk + q2 + 8, n).bits, b.at(kk + q2 + 9, n).bits);
         }
       }
 #pragma unroll

@@ -1,5 +1,7 @@
 """Bulk store of one shared-memory tile into a global tensor, issued now and completed
-later (`cp.async.bulk.global.shared::cta.bulk_group` then `cp.async.bulk.commit_group`).
+later: into a 2-D tensor as tensor-map stores (`cp.async.bulk.tensor.2d.global.shared::cta
+.tile.bulk_group`, one per box, by one thread; the tile may be swizzled), otherwise row by
+row (`cp.async.bulk.global.shared::cta.bulk_group`), then `cp.async.bulk.commit_group`.
 
 Each call is one bulk group. The copy engine reads the shared-memory stage through the
 async proxy while the group is in flight: the stage must not be written again (by a
@@ -11,7 +13,7 @@ outside `dst` are not written (the tail strategy)."""
 from cakegov.plugin import Arg, BarrierAction, Effects, access, elements, operand_shape
 
 NAME = "store_async"
-VERSION = "1.3.0"
+VERSION = "1.4.0"
 SPELLING = "smem.store_async"
 RECEIVER = "src"
 CATEGORY = "memory"
@@ -40,14 +42,30 @@ def effects(call, view):
 
 # ---- CUDA lowering (docs/lowering.md, "Primitive templates") ---------------------------
 # The lowering synchronises the role first (an explicit op), so every thread of the role
-# has written (and fenced) its part of the tile before the first warp issues the bulk
-# stores; each lane commits its rows as one bulk group, and the `store_wait` lowering
-# waits in those lanes, then synchronises the role.
+# has written (and fenced) its part of the tile before the bulk stores are issued.
+# Tensor-map path (`tma`): the first thread of the role stores every box (a tensor store
+# writes only the elements inside the tensor, so `mask` needs nothing more) and commits
+# them as one bulk group. Row-wise path (`rowwise`): each lane of the first warp commits its
+# rows as one bulk group. The `store_wait` lowering waits in the first warp's lanes (bulk
+# groups belong to the thread that committed them), then synchronises the role.
 TEMPLATE = """\
+{% for t in tma %}
+if (cg_rtid == 0) {  // tensor map {{ t.map }}
+{% for b in t.boxes %}
+  cg::tma_store_2d(&{{ t.map }}, (int)({{ args.at.col }}) + {{ b.col }},
+                   (int)({{ args.at.row }}) + {{ b.row }},
+                   cg_base + (cg::u32)({{ t.src }}) + {{ b.offset }}u);
+{% endfor %}
+  cg::bulk_commit();
+}
+{% endfor %}
+{% for r in rowwise %}
+// {{ r.why }}
 if (cg_rwarp == 0) {
   cg::store_async<{{ args.mask.const }}>(
       {{ args.dst.ref }}, {{ args.at.row }}, {{ args.at.col }}, {{ args.src.ref }}, cg_lane);
-}"""
+}
+{% endfor %}"""
 
 DEVICE = """\
 // store_async: bulk copies (shared -> global) committed as one bulk group. A tile of one
@@ -56,9 +74,10 @@ DEVICE = """\
 // l stores rows l, l + 32, ... With MASK only the part inside the tensor is written.
 // Every copy must move a multiple of 16 bytes between 16-byte aligned addresses (the
 // bulk-copy-size rule checks the rows, the tensor's pitch and the tails).
-template <bool MASK, class T, int R, int C>
+template <bool MASK, class T, int R, int C, int SW>
 __device__ __forceinline__ void store_async(Gmem<T> dst, long long r0, long long c0,
-                                            const Smem<T, R, C>& src, int lane) {
+                                            const Smem<T, R, C, SW>& src, int lane) {
+  static_assert(SW == 0, "row-wise bulk stores copy row-major tiles");
   if (C == 1 && dst.cols == 1) {
     if (lane == 0) {
       long long valid = R;
@@ -92,6 +111,6 @@ __device__ __forceinline__ void store_async(Gmem<T> dst, long long r0, long long
 # ---- numpy semantics (docs/simulator.md) -----------------------------------------------
 def simulate(op, sim):
     """When the bulk group finishes (the simulator chooses when, before the retiring
-    `store_wait`): the copy engine reads the whole stage and writes it at `at`, only the
-    part inside the tensor with mask."""
+    `store_wait`): the copy engine reads the whole stage (in the buffer's lowered layout)
+    and writes it at `at`, only the part inside the tensor with mask."""
     sim.store("dst", "at", sim.tile("src"), bool(sim.value("mask")), src="src")
