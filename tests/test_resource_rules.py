@@ -298,7 +298,7 @@ def test_named_barrier_same_id_same_count_is_an_alias(checker):
 def test_named_barrier_participants_must_match_count(checker):
     src = edit(HANDOFF, ("        ready.arrive()\n", ""))
     [f] = check(checker, src, "R007")
-    assert "declared for 256 threads but the roles that use it have 128" in f.message
+    assert "declared for 256 threads but the warps that use it have 128" in f.message
     assert "`threads=128`" in f.hint
     assert check(checker, edit(src, (DECL, DECL.replace("256", "128")))) == []
 
