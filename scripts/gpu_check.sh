@@ -23,6 +23,11 @@
 # that would start within 20 s of it are skipped and reported as such), WHEELHOUSE,
 # CAKEGOV_GPU_VENV, GPU_CHECK_OUT (default $OUT when set: measurement files, the table and
 # the sanitizer logs are copied there).
+# Arguments: schedule files to run first, in the order given (the headline GEMM, say), so
+# that a budget that runs out cuts the least important ones; the rest of corpus/valid
+# follows unless ONLY_LISTED=1. The sanitizer takes the schedules in the same order.
+# GPU_CHECK_OUT also receives everything in one archive, gpu_check.tar.gz (a device
+# machine returns a handful of files).
 # Exit: 0 all correct and sanitizer-clean, 1 something wrong or failed, 3 no CUDA device
 # (nothing measured).
 set -uo pipefail
@@ -106,7 +111,17 @@ EOF
 
 # ---- 2. every valid schedule ------------------------------------------------------------
 step "cakegov run --headline over corpus/valid (repeat $REPEAT)"
-mapfile -t SCHEDULES < <(find corpus/valid -name '*.cake' | LC_ALL=C sort)
+mapfile -t ALL_VALID < <(find corpus/valid -name '*.cake' | LC_ALL=C sort)
+SCHEDULES=()
+for listed in "$@"; do
+    [ -f "$listed" ] || die "no such schedule: $listed"
+    SCHEDULES+=("$listed")
+done
+if [ "${ONLY_LISTED:-0}" != 1 ]; then
+    for schedule in "${ALL_VALID[@]}"; do
+        case " $* " in *" $schedule "*) ;; *) SCHEDULES+=("$schedule") ;; esac
+    done
+fi
 for schedule in "${SCHEDULES[@]}"; do
     left=$(( DEADLINE - $(date +%s) ))
     if [ "$left" -lt 20 ]; then
@@ -195,8 +210,12 @@ sanitize_bad=0
 grep -q $'\t\(HAZARDS\|run failed\)' "$SANITIZE" && sanitize_bad=1
 
 if [ -n "$COPY_TO" ] && [ -d "$COPY_TO" ] && [ -w "$COPY_TO" ]; then
-    cp corpus/measurements/*.jsonl "$WORK/table.txt" "$WORK/pytest-gpu.log" \
-        "$WORK"/sanitize-*.log "$COPY_TO"/ 2>/dev/null || true
+    cp "$WORK/table.txt" "$COPY_TO"/ 2>/dev/null || true
+    mkdir -p "$WORK/out/measurements"
+    cp corpus/measurements/*.jsonl "$WORK/out/measurements/" 2>/dev/null || true
+    cp "$WORK/table.txt" "$WORK/pytest-gpu.log" "$STATUS" "$SANITIZE" "$WORK"/sanitize-*.log \
+        "$WORK/out/" 2>/dev/null || true
+    tar -czf "$COPY_TO/gpu_check.tar.gz" -C "$WORK/out" . 2>/dev/null || true
 fi
 if cut -f2 "$STATUS" | grep -qvx 3; then
     [ "$report_rc" -eq 0 ] && [ "$sanitize_bad" -eq 0 ] \
