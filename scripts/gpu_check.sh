@@ -194,7 +194,8 @@ if [ "$left" -lt 20 ]; then
     : > "$WORK/pytest-gpu.log"
 else
     timeout "$(( left < TEST_TIMEOUT ? left : TEST_TIMEOUT ))" \
-        "$PY" -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest-gpu.log"
+        "$PY" -m pytest -q -m gpu -p no:cacheprovider $(grep -l "mark.gpu" tests/test_*.py) \
+        2>&1 | tee "$WORK/pytest-gpu.log"
     tests_rc=${PIPESTATUS[0]}
 fi
 echo "  pytest -m gpu exit status: $tests_rc"
