@@ -82,7 +82,12 @@ def compile_nvrtc(source: str, target: str = "sm_90a", name: str = "kernel.cu",
     from cuda.bindings import nvrtc
 
     arch, _ = _arch(target)
-    options = (f"--gpu-architecture={arch}", f"-std={STD}", "--ptxas-options=-v", *extra)
+    # The primitive templates pass lambdas without execution-space annotations; NVRTC 13.0
+    # (and 12.x) treat those as host functions, which JIT mode refuses, unless unannotated
+    # functions default to __device__ (NVRTC documentation, "Supported Compile Options":
+    # --device-as-default-execution-space). Newer NVRTC accept them either way.
+    options = (f"--gpu-architecture={arch}", f"-std={STD}", "--ptxas-options=-v",
+               "--device-as-default-execution-space", *extra)
     (prog,) = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
                      "program creation")
     try:
