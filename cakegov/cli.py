@@ -9,11 +9,13 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import typing
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+import typer.core
 
 from cakegov import __version__
 from cakegov.check.exits import EXIT_INCOMPLETE, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE
@@ -33,6 +35,19 @@ def _print_version(value: bool) -> None:
         typer.echo(f"cakegov {__version__}")
         raise typer.Exit(0)
 
+
+def _argument_type(self: typer.core.TyperArgument, ctx: object) -> str | None:
+    """The type shown after an argument's name in help: a variadic argument shows its
+    element type (`paths... <path>`), never typer's annotation (`PATH <list[Path]>`)."""
+    desc = self.type_descriptor
+    if desc.is_list and not desc.is_choice:
+        (element,) = typing.get_args(desc.annotation)
+        return f"<{self._bare_type(element).lower()}>"
+    return self.display_type(ctx)
+
+
+# typer 0.29 prints `<list[Path]>` for list arguments and offers no hook for it
+typer.core.TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign]
 
 # rich_markup_mode=None: click's plain help (paragraphs rewrapped as sentences, no
 # `<bool>` after flags, no rich import for --help)

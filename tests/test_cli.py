@@ -300,6 +300,13 @@ def test_help_reads_as_text(path):
     assert "<bool>" not in result.stdout
     options = [ln for ln in result.stdout.splitlines() if ln.lstrip().startswith("-")]
     assert not [ln for ln in options if "<list[" in ln or "<str>" in ln]
+    # arguments too: a variadic argument shows its element type, not typer's annotation
+    assert "<list[" not in result.stdout
+
+
+def test_a_variadic_argument_shows_its_element_type():
+    result = CliRunner().invoke(app, ["check", "--help"], env={"COLUMNS": "100"})
+    assert "PATH <path>" in result.stdout
     assert "╭" not in result.stdout  # plain help: sentences are rewrapped, not boxed
 
 

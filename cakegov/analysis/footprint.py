@@ -18,6 +18,7 @@ from functools import cache
 
 import numpy as np
 
+from cakegov.analysis.arrays import unique_sorted
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.lower.fragments import view_2d
 from cakegov.lower.kernel import LBuffer, LFragLayout, LoweredKernel
@@ -171,7 +172,7 @@ def _element_pairs(access: Access, shape: tuple[int, ...], threads: int,
         return ALL, None, None
     elems, whos = [], []
     for r in range(rows):
-        ts = np.unique(holders[r])
+        ts = unique_sorted(holders[r])
         row = np.arange(r * cols, (r + 1) * cols)
         elems.append(np.repeat(row, len(ts)))
         whos.append(np.tile(ts, cols))

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cakegov.analysis.arrays import unique_sorted
 from cakegov.ir.expr import (
     BinOp,
     Block,
@@ -200,7 +201,8 @@ def count(dims: Sequence[int], parts: Sequence[Tiles]) -> Coverage:
         his.append(hi[keep])
     lo = np.concatenate(los) if los else np.zeros((0, d), np.int64)
     hi = np.concatenate(his) if his else np.zeros((0, d), np.int64)
-    edges = [np.unique(np.concatenate(([0, dims[a]], lo[:, a], hi[:, a]))) for a in range(d)]
+    edges = [unique_sorted(np.concatenate(([0, dims[a]], lo[:, a], hi[:, a])))
+             for a in range(d)]
     diff = np.zeros([len(e) for e in edges], dtype=np.int64)
     lo_i = [np.searchsorted(edges[a], lo[:, a]) for a in range(d)]
     hi_i = [np.searchsorted(edges[a], hi[:, a]) for a in range(d)]
