@@ -419,7 +419,7 @@ class Executor:
                 f"{self.p.slot_name(slot_id)} completes: in some execution it lands in that "
                 "phase instead of phase "
                 f"{phase}, which then completes with the wrong arrivals",
-                (ev,), self.p.slots[slot_id][0], slot=slot_id, phase=phase,
+                (ev,), self.p.slots[slot_id][0], slot=slot_id, phase=phase, unforced=True,
                 witness=self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
                                                          f"{ev.where()}: {what} can land "
                                                          f"in phase {phase - 1}")]))
@@ -430,6 +430,13 @@ class Executor:
                 s.contrib.append(ev)
             else:
                 completed = []
+                # The n arrivals are n threads' (one per warp, say). When they span two
+                # phases, which of them complete the first is up to scheduling, so no
+                # phase may rely on what any one of them did since the role last synced:
+                # each carries what the role's least informed thread knows.
+                split = s.mb.pending < n
+                if split:
+                    vc = self.weakest(self.t[ev.thread])
                 for k in range(n):
                     _join(s.acc, vc)
                     s.contrib.append(ev)
@@ -443,7 +450,7 @@ class Executor:
                             f"the other {n - k - 1} land in the next phase, in an order no "
                             "barrier fixes",
                             (ev,), self.p.slots[slot_id][0], slot=slot_id,
-                            count=s.mb.count, arrivals=n, used=k + 1)
+                            count=s.mb.count, arrivals=n, used=k + 1, unforced=True)
                         self.complete(slot_id)
                 if completed and completed[-1]:
                     self.complete(slot_id)
@@ -511,14 +518,25 @@ class Executor:
             return s.mb.passes(ev.parity)
         return True
 
-    def run(self) -> Outcome:
+    def run(self, order: tuple[int, ...] | None = None, eager: bool = False,
+            priority: bool = False) -> Outcome:
+        """Run every thread as far as it can, in `order` (default: thread index), landing
+        copies when no thread can move or, `eager`, as soon as they are issued. With
+        `priority`, `order` is a strict priority: after every step the first thread of
+        `order` that can move moves, so a later thread runs only while all before it are
+        blocked. Each choice is one execution the barriers allow."""
         steps = 0
         complete = True
         reason = ""
-        n = len(self.t)
+        threads = tuple(range(len(self.t))) if order is None else order
         while True:
             progressed = False
-            for i in range(n):
+            while eager and self.copies:
+                if steps >= self.max_steps:
+                    return self.finish(steps, False, f"step bound {self.max_steps}")
+                self.land_copy()
+                steps += 1
+            for i in threads:
                 while self.t[i].pc < len(self.t[i].events):
                     if steps >= self.max_steps:
                         return self.finish(steps, False, f"step bound {self.max_steps}")
@@ -526,6 +544,10 @@ class Executor:
                         break
                     steps += 1
                     progressed = True
+                    if priority:
+                        break
+                if priority and progressed:
+                    break
             if progressed:
                 continue
             if self.copies:
@@ -896,5 +918,15 @@ def _locs(ev: Event) -> str:
     return out
 
 
-def execute(program: Program, footprints: Footprints, max_steps: int = 400_000) -> Outcome:
-    return Executor(program, footprints, max_steps).run()
+def execute(program: Program, footprints: Footprints, max_steps: int = 400_000,
+            order: tuple[int, ...] | None = None, eager: bool = False,
+            priority: bool = False) -> Outcome:
+    return Executor(program, footprints, max_steps).run(order, eager, priority)
+
+
+def unforced_only(outcome: Outcome) -> bool:
+    """Whether every anomaly of `outcome` is an unforced phase attribution (an arrival
+    that can land in another phase than the one it did): no defect by itself, only a sign
+    that other executions may differ."""
+    return bool(outcome.anomalies) and all(a.details.get("unforced")
+                                           for a in outcome.anomalies)

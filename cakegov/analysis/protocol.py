@@ -11,12 +11,13 @@ on every machine. A bound that is hit makes the result incomplete, never clean."
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cakegov.analysis import cluster
 from cakegov.analysis import ctas as cta_classes
-from cakegov.analysis.execute import Anomaly, Outcome, execute
+from cakegov.analysis.execute import Anomaly, Outcome, execute, unforced_only
 from cakegov.analysis.footprint import Footprints
 from cakegov.analysis.program import Builder, Program, UnrollError
 from cakegov.analysis.semantics import ARRIVAL_LIMIT
@@ -43,6 +44,7 @@ class Bounds:
     max_confirm_events: int = 150_000  # an anomaly found after splicing is re-checked
     max_runs: int = 64  # (shape, CTA) programs executed
     window: bool = True  # splice periodic loops (False: unroll every iteration)
+    max_orders: int = 24  # thread orders tried when the canonical execution is unforced
 
 
 @dataclass
@@ -68,6 +70,8 @@ class ProtocolResult:
     runs: list[Run] = field(default_factory=list)
     anomalies: list[Anomaly] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)
+    unforced: list[str] = field(default_factory=list)  # those of `incomplete` that are
+    # unforced phase attributions no tried execution turns into a defect (not bounds)
     footprints: Footprints | None = None
 
     @property
@@ -316,6 +320,38 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
                 False
         except UnrollError:
             pass
+    if outcome.complete and unforced_only(outcome):
+        outcome = _other_executions(program, fp, bounds, outcome, where, cta, result)
     if not outcome.complete:
         result.incomplete.append(f"execution for {where}, CTA {cta}: {outcome.reason}")
     return Run(sizes=dict(sizes), cta=cta, program=program, outcome=outcome, spliced=spliced)
+
+
+def _other_executions(program: Program, fp: Footprints, bounds: Bounds, first: Outcome,
+                      where: str, cta: tuple[int, int, int], result: ProtocolResult
+                      ) -> Outcome:
+    """The canonical execution found only unforced phase attributions: an arrival can
+    land in another phase than the one it did, so other executions need not make its
+    choices. Run the program again under other schedules (every order of its threads, up
+    to `bounds.max_orders`, as a sequence and as a strict priority, each with copies
+    landing late and as soon as issued) and take the first execution that reaches a
+    defect. When none does, the attribution stands as an unproven choice: the result is
+    incomplete, never clean, and nothing is rejected."""
+    n = len(program.threads)
+    orders = itertools.islice(itertools.permutations(range(n)), bounds.max_orders)
+    for order in orders:
+        for priority, eager in itertools.product((False, True), repeat=2):
+            if order == tuple(range(n)) and not (priority or eager):
+                continue  # the canonical execution
+            other = execute(program, fp, 4 * bounds.max_events, order, eager, priority)
+            if other.complete and other.anomalies and not unforced_only(other):
+                return other
+    soft = "; ".join(a.message for a in first.anomalies[:2])
+    result.unforced.append(
+        f"phase attribution not forced for {where}, CTA {cta}: {soft}; none of the "
+        f"executions tried ({min(math.factorial(n), bounds.max_orders)} thread orders as "
+        "sequences and as priorities, copies landing late and early) shows a deadlock, "
+        "race or other defect")
+    result.incomplete.append(result.unforced[-1])
+    return Outcome(first.program, [], first.steps, True, "", first.observed)
+

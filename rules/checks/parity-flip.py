@@ -1,4 +1,4 @@
-"""A wait's parity must flip exactly when its ring wraps: parity = (k // S) % 2.
+"""A wait's parity must follow the phases it observes on its barrier slot, flipping when they do.
 
 ## What it does
 The protocol analysis reaches an anomaly (a deadlock, a wait that passes on the
@@ -41,7 +41,7 @@ from cakegov.plugin import Repair
 
 CODE = "P006"
 NAME = "parity-flip"
-VERSION = "2.1.0"
+VERSION = "2.1.1"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
