@@ -1,4 +1,4 @@
-"""A wait's first parity must name the phase it needs: 1 passes on a fresh barrier, 0 waits for phase 0.
+"""A wait's first parity names the phase it needs: 1 passes on a fresh barrier, 0 waits for it.
 
 ## What it does
 The protocol analysis reaches an anomaly (a wait for a phase no one completes, or a
@@ -45,7 +45,7 @@ from cakegov.plugin import Repair
 
 CODE = "P005"
 NAME = "initial-parity"
-VERSION = "2.1.1"
+VERSION = "2.1.2"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
