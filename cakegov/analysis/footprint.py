@@ -262,11 +262,6 @@ def _shifted(fp: Footprint, offset: int, size: int, threads: int
     return out_lo, out_hi
 
 
-@cache
-def _crossing_cached(a: Footprint, b: Footprint, shift: int, threads: int) -> int:
-    return crossing(a, b, shift, threads)
-
-
 class Footprints:
     """Footprints of every shared-memory operand access of one lowered kernel, computed
     on first use and cached by (statement, operand)."""
@@ -277,6 +272,9 @@ class Footprints:
         self.threads = {r.name: r.warps * WARP for r in kernel.roles}
         self._cache: dict[tuple, Footprint] = {}
         self._restricted: dict[tuple[Footprint, tuple[int, ...]], Footprint] = {}
+        # per kernel, never per process: footprints compare by identity, so a process-wide
+        # cache would keep every footprint (and its pairs array) of every schedule alive
+        self._crossings: dict[tuple[Footprint, Footprint, int, int], int] = {}
 
     def of(self, role: str, path: str, index: int, write: bool, access: Access,
            origin: tuple[int, int] | None = None) -> Footprint:
@@ -312,6 +310,8 @@ class Footprints:
             self._cache[key] = Footprint(buf.stage_bytes, (1 << buf.stage_bytes) - 1, ENGINE)
         return self._cache[key]
 
-    @staticmethod
-    def crossing(a: Footprint, b: Footprint, shift: int, threads: int) -> int:
-        return _crossing_cached(a, b, shift, threads)
+    def crossing(self, a: Footprint, b: Footprint, shift: int, threads: int) -> int:
+        key = (a, b, shift, threads)
+        if key not in self._crossings:
+            self._crossings[key] = crossing(a, b, shift, threads)
+        return self._crossings[key]
