@@ -201,7 +201,8 @@ class Repair:
       opposite parity), `ring` / `ring+1` (`(E // m) % 2` or `(E // m + 1) % 2` for its
       barrier index `E % m`), `ordinal` / `ordinal+1` (from its loop variable), `0` or `1`;
     - `insert(path, text, after)`: a new statement before (or after) `path`;
-    - `delete(path)`; `move_after(path, other)`: move statement `path` after `other`;
+    - `delete(path)`; `move_after(path, other)`: move statement `path` after `other`
+      (with `arg`: the consecutive statements from `arg` through `path`);
     - `declare(text)`: a new declaration after the last one;
     - `copy_bound(path, other)`: loop `path` gets the stop bound of loop `other`;
     - `insert_wait_like(path, other, form)`: before `path`, a wait on the barrier that the

@@ -274,6 +274,43 @@ def test_missing_wait_points_at_the_read(checker):
     assert [e.text.strip() for e in f.fixes[0].edits] == ["ring.wait(t)"]
 
 
+# ---- P010: a release hoisted above a synchronous read ---------------------------------
+
+
+def test_a_release_above_its_read_is_an_early_release_not_a_missing_wait(checker):
+    """The producer waits for every hand-back; the consumer hands the stage back before
+    reading it. The rule is P010 at the release, whose fix moves it after the read, and
+    P008 does not claim the race with a wait on some other barrier."""
+    src = _edit(KMEANS, "            lm.sqdist(dist, x_s[ring.stage(t)], c_s)\n"
+                "            ring.release(t)\n",
+                "            ring.release(t)\n"
+                "            lm.sqdist(dist, x_s[ring.stage(t)], c_s)\n")
+    f = _only(checker, src, "P010")
+    assert f.span.line == _line(src, "ring.release(t)")
+    assert (f.resource, f.role, f.stage) == ("x_s", "math", 0)
+    assert "before line" in f.message and f.evidence["anomaly"] == "race"
+    fixed = apply_edits(src, f.fixes[0].edits)
+    assert fixed == KMEANS
+
+
+def test_a_raw_release_sharing_a_line_with_its_sync_moves_with_it(checker):
+    """`lm.syncwarp(); empty.arrive()` on one line above the mma: the finding points at
+    the arrive's column, and the fix moves the sync and the arrive together (moving the
+    arrive alone would leave the lanes' reads unordered before it)."""
+    src = _edit(RAW, "            lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, "
+                "init=(k == 0))\n            empty[k % S].arrive()\n",
+                "            lm.syncwarp(); empty[k % S].arrive()\n"
+                "            lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, "
+                "init=(k == 0))\n")
+    f = _only(checker, src, "P010")
+    line = _line(src, "lm.syncwarp(); empty")
+    assert (f.span.line, f.span.col) == (line, src.splitlines()[line - 1].index("empty") + 1)
+    fixed = apply_edits(src, f.fixes[0].edits)
+    lines = fixed.splitlines()
+    mma = next(i for i, ln in enumerate(lines) if "lm.mma(acc, a_s[k % S]" in ln)
+    assert lines[mma + 1].strip() == "lm.syncwarp(); empty[k % S].arrive()"
+
+
 # ---- P009 ---------------------------------------------------------------------------
 
 

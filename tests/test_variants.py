@@ -232,11 +232,6 @@ RULE_GAPS = {
     # barriers no rule proposes the missing empty-barrier arrive, so P099 reports the
     # deadlock it causes.
     "invalid/gemm/lookahead_drain_missing.cake": "raw-barriers",
-    # A stage released before its last synchronous (generic-proxy) reader: no rule names
-    # that in the pipeline form (P099 reports the race at the refill), while for raw
-    # barriers P008 proposes a wait before the reader and claims it.
-    "invalid/gemm/fp8_release_before_promotion.cake": "raw-barriers",
-    "invalid/softmax/release_before_shift.cake": "raw-barriers",
     # Halving the tile halves the buffers: the schedule now fits in shared memory.
     "invalid/gemm/smem_over_capacity.cake": "tiles",
 }

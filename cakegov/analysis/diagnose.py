@@ -474,6 +474,19 @@ def hand_off_after(program: Program, ev: Event) -> Event | None:
     return None
 
 
+def hoisted_releases(program: Program, read: Event) -> list[Event]:
+    """The arrives of `read`'s thread that precede the synchronous `read` in its own
+    iteration, nearest first, when none follows it there: the role handed the stage back
+    before reading it (P010's class, a release hoisted above a read, not a missing wait
+    of the writer). Empty for an asynchronous (wgmma) read or an ordinary hand-off."""
+    if read.group == "wgmma":
+        return []
+    same = [e for e in program.threads[read.thread].events if e.iters == read.iters]
+    if any(e.kind == "arrive" and e.seq > read.seq for e in same):
+        return []
+    return [e for e in reversed(same) if e.kind == "arrive" and e.seq < read.seq]
+
+
 def block_of(schedule: Schedule, path: str) -> Warps | None:
     """The `with lm.warps(...)` block holding statement `path`, if any."""
     for stmt, _, _ in statements(schedule):

@@ -62,9 +62,12 @@ class SourceEditor:
         self.schedule = schedule
         self.tree = ast.parse(source)
         self._by_line: dict[int, ast.stmt] = {}
+        self._by_pos: dict[tuple[int, int], ast.stmt] = {}  # `a(); b()` share a line
         for node in ast.walk(self.tree):
             if isinstance(node, ast.stmt):
                 self._by_line.setdefault(node.lineno, node)
+                self._by_pos.setdefault(
+                    (node.lineno, self._col(node.lineno, node.col_offset)), node)
         self._stmts: dict[str, _Stmt] = {}
         for decl in schedule.resources:
             self._add(decl, ())
@@ -73,7 +76,8 @@ class SourceEditor:
                 self._add(stmt, loops)
 
     def _add(self, node: Node, loops: tuple[For, ...]) -> None:
-        tree_node = self._by_line.get(node.span.line)
+        tree_node = self._by_pos.get((node.span.line, node.span.col)) or \
+            self._by_line.get(node.span.line)
         if tree_node is not None:
             self._stmts[node.path] = _Stmt(node, tree_node, loops)
 
@@ -139,6 +143,8 @@ class SourceEditor:
         if kind == "delete":
             return [self._delete(repair.path)]
         if kind == "move_after":
+            if repair.arg:  # a run of statements, from `arg` through `path`
+                return self._move_run(repair.arg, repair.path, repair.other)
             st = self.stmt(repair.path)
             code = self.text(st.ast_node)
             return [self._delete(repair.path), self._insert(repair.other, code, True)]
@@ -234,6 +240,31 @@ class SourceEditor:
                 end = max(getattr(n, "end_lineno", end) or end for n in ast.walk(node))
             return Edit(span=self._after_line(end), text=f"{pad}{text}\n")
         return Edit(span=self._line_start(line), text=f"{pad}{text}\n")
+
+    def _move_run(self, first: str, last: str, other: str) -> list[Edit]:
+        """Move the consecutive statements `first` .. `last` of one body (which may share
+        lines, `a(); b()`) after `other`, as the source spells them."""
+        a, b = self.stmt(first).ast_node, self.stmt(last).ast_node
+        body = self._parent_body(a)
+        if body is None or b not in body or body.index(b) < body.index(a):
+            raise RepairError("not a run of statements of one body")
+        if len(body) == body.index(b) - body.index(a) + 1:
+            raise RepairError("the run is the whole body")
+        start, end = a.lineno, b.end_lineno or b.lineno
+        lines = self.lines[start - 1:end]
+        code = "\n".join(line[len(self.indent(start)):] if line.startswith(self.indent(start))
+                         else line.lstrip() for line in lines)
+        span = Span(line=start, col=1, end_line=end + 1, end_col=1) if \
+            end < len(self.lines) else Span(line=start, col=1, end_line=end,
+                                             end_col=len(self.lines[end - 1]) + 1)
+        if any(self._overlaps(n, start, end) for n in body if n is not a and n is not b
+               and not body.index(a) < body.index(n) < body.index(b)):
+            raise RepairError("another statement shares the run's lines")
+        return [Edit(span=span, text=""), self._insert(other, code, True)]
+
+    @staticmethod
+    def _overlaps(node: ast.stmt, start: int, end: int) -> bool:
+        return node.lineno <= end and (node.end_lineno or node.lineno) >= start
 
     def _delete(self, path: str) -> Edit:
         st = self.stmt(path)

@@ -1,15 +1,21 @@
-"""A stage read by an asynchronous MMA must not be released before the MMA has finished.
+"""A stage must not be released before its readers, asynchronous MMAs included, are done.
 
 ## What it does
-The protocol analysis finds a race between an `lm.mma_async` (wgmma) that is still
-reading a shared-memory stage through the async proxy and a write into that stage by the
-role it handed the stage to: the stage was released (`ring.release(k)` or an
-empty-barrier arrive) before an `lm.mma_wait(pending=N)` retired the MMA's group, so the
-release does not carry the tensor cores' reads. The rule proposes retiring the group
-before the release (a lower `pending` on a wait already in between, or a new
-`lm.mma_wait` before the release), has the engine re-check the schedule, and reports
-only when that removes the race: at the release, with the witness and the re-checked
-fix.
+The protocol analysis finds a race between a read of a shared-memory stage and a write
+into that stage by the role the stage was handed to, and the release came too early:
+- an `lm.mma_async` (wgmma) still reading the stage through the async proxy: the stage
+  was released (`ring.release(k)` or an empty-barrier arrive) before an
+  `lm.mma_wait(pending=N)` retired the MMA's group, so the release does not carry the
+  tensor cores' reads. The rule proposes retiring the group before the release (a lower
+  `pending` on a wait already in between, or a new `lm.mma_wait` before the release);
+- a synchronous read (`lm.mma`, `lm.elementwise`, ...) that comes after the release in
+  the same iteration: the release hands back a stage its own role has not read yet
+  (the arrive was hoisted above the read). The rule proposes moving the release after
+  the read.
+
+It has the engine re-check the schedule and reports only when the repair removes the
+race: at the release, with the witness and the re-checked fix. (A producer that never
+waits for the hand-back is P008, missing-acquire-or-wait.)
 
 ## Why is this bad?
 The producer refills the stage as soon as the release completes its empty phase, while
@@ -21,6 +27,12 @@ and fails under load or on another GPU.
 `corpus/invalid/gemm/wgmma_release_before_wait.cake`:
 ```python
             ring.release(k - 1)  # expect: P010
+```
+
+`corpus/invalid/attention/raw_v_released_before_pv.cake`:
+```python
+            vempty[j % S].arrive()                               # expect: P010
+            lm.mma(acc, p_s[0], v_s[j % S])
 ```
 
 ## Passing example
@@ -36,6 +48,7 @@ from cakegov.analysis.diagnose import (
     classify,
     evidence,
     hand_off_after,
+    hoisted_releases,
     program_of,
     slot_stage,
 )
@@ -43,13 +56,14 @@ from cakegov.plugin import Repair
 
 CODE = "P010"
 NAME = "early-release"
-VERSION = "2.1.0"
+VERSION = "2.2.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
 MOTIVATED_BY = (
     "corpus/invalid/gemm/wgmma_release_before_wait.cake",
     "corpus/invalid/gemm/raw_empty_arrive_before_mma_wait.cake",
+    "corpus/invalid/attention/raw_v_released_before_pv.cake",
 )
 
 _KINDS = ("race", "lapped", "premature")
@@ -60,7 +74,14 @@ def _candidates(ctx, anomaly):
     if program is None or anomaly.kind != "race" or len(anomaly.events) != 2:
         return
     second, first = anomaly.events
-    if first.group != "wgmma" or second.thread == first.thread or \
+    if first.group != "wgmma":  # a synchronous reader, either event of the pair
+        for read, write in ((first, second), (second, first)):
+            if read.thread != write.thread and read.kind != "copy" and \
+                    any(m.write and m.space == "smem" for m in write.mem) and \
+                    not any(m.write for m in read.mem):
+                yield from _hoisted(program, read)
+        return
+    if second.thread == first.thread or \
             not any(m.write and m.space == "smem" for m in second.mem):
         return  # not a hand-off: another role overwriting what the MMA still reads
     release = hand_off_after(program, first)
@@ -86,16 +107,40 @@ def _candidates(ctx, anomaly):
                     "finished reading the stage", subject=release.path, value=(first, release))
 
 
+def _hoisted(program, read):
+    """Each release hoisted above the synchronous `read`, nearest first, proposed after
+    the read: with the warp or role sync right before it (which orders the role's lanes
+    before a one-lane arrive) when there is one, else alone."""
+    events = program.threads[read.thread].events
+    for release in hoisted_releases(program, read):
+        before = events[release.seq - 1] if release.seq > 0 else None
+        alone = Repair("move_after", release.path, other=read.path)
+        if before is not None and before.kind in ("fence", "named") and \
+                not before.derived and before.path != release.path:
+            yield Candidate((Repair("move_after", release.path, arg=before.path,
+                                    other=read.path),),
+                            f"release the stage (with the sync before it) after line "
+                            f"{read.line} reads it", subject=release.path,
+                            value=(read, release))
+        yield Candidate((alone,), f"release the stage after line {read.line} reads it",
+                        subject=release.path, value=(read, release))
+
+
 def _report(ctx, anomaly, attempt, cand):
-    mma, release = cand.value
+    reader, release = cand.value
     stage = slot_stage(program_of(ctx, anomaly), anomaly)
+    if reader.group == "wgmma":
+        what = f"while the mma_async of line {reader.line} may still be reading it"
+    else:
+        what = f"before line {reader.line} reads it in the same iteration"
     return ctx.finding(
         ctx.node_at(release.path),
-        f"`{mma.role}` releases `{anomaly.resource}` stage {stage} while the mma_async of "
-        f"line {mma.line} may still be reading it: {anomaly.message}",
-        condition="a stage read by lm.mma_async is released only after an lm.mma_wait "
-                  "retires that group",
-        hint=attempt.fix.description, resource=anomaly.resource, role=mma.role,
+        f"`{reader.role}` releases `{anomaly.resource}` stage {stage} {what}: "
+        f"{anomaly.message}",
+        condition="a stage is released only after every read of it by the releasing "
+                  "role has completed (for lm.mma_async, after an lm.mma_wait retires "
+                  "that group)",
+        hint=attempt.fix.description, resource=anomaly.resource, role=reader.role,
         stage=stage,
         evidence=evidence(anomaly), fix=attempt.fix, explains=attempt.removed)
 

@@ -42,6 +42,7 @@ from cakegov.analysis.diagnose import (
     classify,
     evidence,
     hand_off_after,
+    hoisted_releases,
     loop_head,
     program_of,
     role_of,
@@ -53,7 +54,7 @@ from cakegov.plugin import Repair
 
 CODE = "P008"
 NAME = "missing-acquire-or-wait"
-VERSION = "2.3.0"
+VERSION = "2.4.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -87,6 +88,8 @@ def _candidates(ctx, anomaly):
                 continue
             ring = _ring_of(ctx, mem.name)
             writes = any(m.write for m in access.mem if m.name == mem.name)
+            if hoisted_releases(program, other if writes else access):
+                continue  # the reader handed the stage back before reading it: P010
             if ring is not None:
                 op = "acquire" if writes else "wait"
                 yield Candidate((Repair("insert_pipeline_op", access.path, text=ring.name,

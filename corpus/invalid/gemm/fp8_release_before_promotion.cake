@@ -24,13 +24,13 @@ def gemm_fp8_release_early(lm, A, B, SA, SB, C):
             ring.acquire(k)
             a_s[ring.stage(k)].load(A, at=(m0, k * BK), barrier=ring.full(k), pad=True)
             b_s[ring.stage(k)].load(B, at=(n0, k * BK), barrier=ring.full(k), pad=True)
-            sa_s[ring.stage(k)].load(SA, at=(k, m0), barrier=ring.full(k), pad=True)  # expect: P099
+            sa_s[ring.stage(k)].load(SA, at=(k, m0), barrier=ring.full(k), pad=True)
     with math:
         lm.fill(acc, 0.0)
         sbar[0].wait(parity=0)
         for k in lm.range(0, lm.KB):
             ring.wait(k)
             lm.mma(part, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True, init=True)
-            ring.release(k)
+            ring.release(k)  # expect: P010
             lm.scale_accumulate(acc, part, sa_s[ring.stage(k)], sb_s[0], at=k)
         lm.store(C, at=(m0, n0), src=acc, mask=True)

@@ -16,12 +16,12 @@ def softmax_release_early(lm, X, Y):
     with loader:
         for t in lm.range(0, TILES):
             ring.acquire(t)
-            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)  # expect: P099
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
     with math:
         for t in lm.range(0, TILES):
             ring.wait(t)
             lm.reduce(mx, x_s[ring.stage(t)], op="max", axis=1)
-            ring.release(t)
+            ring.release(t)  # expect: P010
             lm.rowwise(e, x_s[ring.stage(t)], mx, op="sub")
             lm.elementwise(e, e, op="exp")
             lm.reduce(sm, e, op="sum", axis=1)
