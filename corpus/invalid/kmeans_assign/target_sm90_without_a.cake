@@ -1,0 +1,31 @@
+"""Derived from corpus/valid/kmeans_assign/rows_pipelined_s2.cake with `target="sm_90"`:
+the rulebook has tables for `sm_90a` (the arch-specific Hopper target whose bulk copies,
+setmaxnreg and wgmma the lowering emits), not for plain `sm_90`, so no hardware limit of
+the schedule could be checked."""
+@cake.schedule(target="sm_90", workload="kmeans_assign", sizes={"K": 16, "D": 64})  # expect: N002
+def kmeans_rows_s2(lm, X, C, labels):
+    BR, TILES = 64, 4
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=2)
+    cbar = lm.mbarrier(count=1)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=2, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, TILES):
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)

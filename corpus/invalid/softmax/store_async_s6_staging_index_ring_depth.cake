@@ -1,0 +1,38 @@
+"""Derived from corpus/valid/softmax/rows_store_async_s6.cake with the staging buffer
+indexed by the input ring's depth (`y_s[t % S]`, S = 6) instead of its own 2 stages:
+from t = 2 on the copy and the bulk store address stages 2..5 of `y_s`, which do not
+exist: stage 2 lies on the ring's mbarriers that follow `y_s` in the layout, stages 3..5
+past the end of the CTA's shared memory (the simulator: out-of-bounds stage 2)."""
+@cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 128})
+def softmax_store_async_s6_stage_oob(lm, X, Y):
+    BR, TILES, S = 32, 8, 6
+    lm.launch(grid=(lm.cdiv(lm.M, BR * TILES),), warps=8)
+    x_s = lm.smem("f32", (BR, 128), stages=S)
+    y_s = lm.smem("f32", (BR, 128), stages=2)                # output staging
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    mx = lm.fragment("f32", (BR,), role=math)
+    sm = lm.fragment("f32", (BR,), role=math)
+    e = lm.fragment("f32", (BR, 128), role=math)
+    ring = lm.pipeline(stages=S, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        with lm.warps(0, 1):
+            for t in lm.range(0, TILES):
+                ring.acquire(t)
+                x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t),
+                                        pad=True)
+    with math:
+        for t in lm.range(0, TILES):
+            ring.wait(t)
+            lm.reduce(mx, x_s[ring.stage(t)], op="max", axis=1)
+            lm.rowwise(e, x_s[ring.stage(t)], mx, op="sub")
+            ring.release(t)
+            lm.elementwise(e, e, op="exp")
+            lm.reduce(sm, e, op="sum", axis=1)
+            lm.rowwise(e, e, sm, op="div")
+            lm.store_wait(pending=1)                         # store of tile t - 2 is done
+            lm.elementwise(y_s[t % S], e, op="copy")  # expect: H006
+            lm.fence_proxy()                                 # generic writes -> bulk store
+            y_s[t % S].store_async(Y, at=(r0 + t * BR, 0), mask=True)  # expect: H006
+        lm.store_wait(pending=0)                             # drained before exit

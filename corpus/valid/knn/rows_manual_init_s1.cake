@@ -1,0 +1,46 @@
+"""k nearest centroids (4 of 16) with a one-warp loader role and a single-stage raw ring
+whose barriers, and the centroid barrier, the schedule initialises itself: the loader
+initialises `cbar`, `full` and `empty`, fences the inits and meets the math role (warps
+1..4) at `lm.sync_cta()`; only then does it arm and load the centroids and start the
+ring. With one stage the 8 point tiles of a CTA all go through `x_s[0]`: tile t observes
+phase t of `full` (parity `t % 2`) and the loader's refill for tile t waits for phase
+t - 1 of `empty` (parity `(t + 1) % 2`, which the fresh barrier passes for tile 0). Each
+math warp syncs its lanes after the distances, the last read of the stage, before its
+elected lane releases it."""
+# expect: clean
+@cake.schedule(target="sm_90a", workload="knn", sizes={"K": 16, "D": 64, "T": 4})
+def knn_rows_manual_init_s1(lm, X, C, idx):
+    BR, TILES, S = 32, 8, 1
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=5)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=S)
+    cbar = lm.mbarrier(count=1, init="manual")
+    full = lm.mbarrier(count=1, stages=S, init="manual")
+    empty = lm.mbarrier(count=4, stages=S, init="manual")    # one arrive per math warp
+    loader = lm.role(warps=range(0, 1))
+    math = lm.role(warps=range(1, 5))
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    nn = lm.fragment("i32", (BR, 4), role=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].init()
+        full[0].init()
+        empty[0].init()
+        lm.fence_barrier_init()                              # make the inits visible
+        lm.sync_cta()                                        # ... to every role
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, TILES):
+            empty[t % S].wait(parity=(t // S + 1) % 2)
+            full[t % S].arrive_expect_tx(bytes=lm.nbytes(x_s))
+            x_s[t % S].load(X, at=(r0 + t * BR, 0), barrier=full[t % S], pad=True)
+    with math:
+        lm.sync_cta()                                        # barriers initialised
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES):
+            full[t % S].wait(parity=(t // S) % 2)
+            lm.sqdist(dist, x_s[t % S], c_s)
+            lm.syncwarp()                                    # every lane has read x_s
+            empty[t % S].arrive()
+            lm.topk(nn, dist, k=4)
+            lm.store(idx, at=(r0 + t * BR, 0), src=nn, mask=True)

@@ -1,0 +1,55 @@
+"""Row softmax with one loader warpgroup and two math warpgroups that take the CTA's row
+tiles in turn (even tiles to `math0`, odd tiles to `math1`), each through its own
+3-stage pipeline: the loader alternates between the rings (`ring0.acquire(p)` then the
+load of tile 2p, `ring1.acquire(p)` then tile 2p + 1), so neither math warpgroup waits
+for the other's tile. Each ring position p wraps the 3 stages (8 tiles, 4 per ring), and
+each math role releases its stage after the last read of it (the shift by the row max).
+Register budgets: 40 for the loader, 232 for each math warpgroup: 128 x (40 + 232 +
+232) = 64,512 of the 65,536 registers of the SM."""
+# expect: clean
+@cake.schedule(target="sm_90a", workload="softmax", sizes={"N": 128})
+def softmax_rows_two_math_s3(lm, X, Y):
+    BR, PAIRS, S = 64, 4, 3
+    lm.launch(grid=(lm.cdiv(lm.M, BR * 2 * PAIRS),), warps=12)
+    x0_s = lm.smem("f32", (BR, 128), stages=S)               # even tiles
+    x1_s = lm.smem("f32", (BR, 128), stages=S)               # odd tiles
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math0 = lm.role(warps=range(4, 8), regs=232)
+    math1 = lm.role(warps=range(8, 12), regs=232)
+    mx0 = lm.fragment("f32", (BR,), role=math0)
+    sm0 = lm.fragment("f32", (BR,), role=math0)
+    e0 = lm.fragment("f32", (BR, 128), role=math0)
+    mx1 = lm.fragment("f32", (BR,), role=math1)
+    sm1 = lm.fragment("f32", (BR,), role=math1)
+    e1 = lm.fragment("f32", (BR, 128), role=math1)
+    ring0 = lm.pipeline(stages=S, buffers=[x0_s], producer=loader, consumer=math0)
+    ring1 = lm.pipeline(stages=S, buffers=[x1_s], producer=loader, consumer=math1)
+    r0 = lm.block(0) * BR * 2 * PAIRS
+    with loader:
+        for p in lm.range(0, PAIRS):
+            ring0.acquire(p)
+            x0_s[ring0.stage(p)].load(X, at=(r0 + (2 * p) * BR, 0), barrier=ring0.full(p),
+                                      pad=True)
+            ring1.acquire(p)
+            x1_s[ring1.stage(p)].load(X, at=(r0 + (2 * p + 1) * BR, 0),
+                                      barrier=ring1.full(p), pad=True)
+    with math0:
+        for p in lm.range(0, PAIRS):
+            ring0.wait(p)
+            lm.reduce(mx0, x0_s[ring0.stage(p)], op="max", axis=1)
+            lm.rowwise(e0, x0_s[ring0.stage(p)], mx0, op="sub")
+            ring0.release(p)
+            lm.elementwise(e0, e0, op="exp")
+            lm.reduce(sm0, e0, op="sum", axis=1)
+            lm.rowwise(e0, e0, sm0, op="div")
+            lm.store(Y, at=(r0 + (2 * p) * BR, 0), src=e0, mask=True)
+    with math1:
+        for p in lm.range(0, PAIRS):
+            ring1.wait(p)
+            lm.reduce(mx1, x1_s[ring1.stage(p)], op="max", axis=1)
+            lm.rowwise(e1, x1_s[ring1.stage(p)], mx1, op="sub")
+            ring1.release(p)
+            lm.elementwise(e1, e1, op="exp")
+            lm.reduce(sm1, e1, op="sum", axis=1)
+            lm.rowwise(e1, e1, sm1, op="div")
+            lm.store(Y, at=(r0 + (2 * p + 1) * BR, 0), src=e1, mask=True)
