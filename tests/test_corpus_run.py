@@ -15,15 +15,19 @@ from cakegov.corpus.run import (
     Item,
     MutantResult,
     RunResult,
+    _interleave,
     check_item,
     coverage,
     failed,
     rule_table,
+    run,
+    run_jobs,
     shard_of,
     summary,
 )
+from cakegov.corpus.suite import SUITE_NAME, load
 
-from .conftest import CORPUS
+from .conftest import CORPUS, RULES, WORKLOADS
 
 RAW = CORPUS / "valid" / "gemm" / "raw_barriers_s2.cake"
 BAD = next(p for p in sorted((CORPUS / "invalid" / "gemm").glob("*.cake"))
@@ -73,6 +77,24 @@ def test_shards_partition_everything_once():
     things = list(range(23))
     parts = [shard_of(things, (i, 4)) for i in range(1, 5)]
     assert sorted(x for p in parts for x in p) == things
+
+
+def test_interleave_undoes_the_parts_in_order():
+    things = list(range(23))
+    for jobs in (1, 2, 3, 5, 30):
+        assert _interleave([shard_of(things, (p, jobs)) for p in range(1, jobs + 1)]) == things
+
+
+def test_worker_processes_give_what_one_process_gives(rulebook, workloads):
+    """`--jobs`: items and mutants of a shard, in the same order with the same results,
+    from 3 worker processes as from this one (a merge that drops, repeats or reorders
+    work, or a worker that loads another rulebook, fails)."""
+    shard = (2, 40)
+    one = run(CORPUS, rulebook, workloads, suite=load(CORPUS / SUITE_NAME), shard=shard)
+    many = run_jobs(CORPUS, RULES, WORKLOADS, jobs=3, with_suite=True, shard=shard)
+    assert one.items and one.mutants
+    assert many.items == one.items and many.mutants == one.mutants
+    assert many.rules == one.rules and many.shard == shard and many.with_mutants
 
 
 def test_items_are_judged_against_labels_and_known_gaps(tmp_path, checker):

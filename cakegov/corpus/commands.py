@@ -166,6 +166,8 @@ def corpus_run(
                                    "rejected (each is listed either way).")] = 0,
     fmt: Annotated[RunFormat, typer.Option("--format", "-f", help="Output format.")] =
     RunFormat.text,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
+                    "output is the same for any number).")] = 1,
     quiet: QuietOpt = False,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
@@ -190,9 +192,19 @@ def corpus_run(
             raise usage_error(str(exc)) from None
     with Bar(quiet=quiet) as bar:
         try:
-            result = runs.run(corpus, book, wls, suite=entries, shard=where,
-                              advance=bar.advance,
-                              total=lambda n: bar.start("corpus run", n))
+            if jobs > 1:
+                from cakegov.cli import resolve_rules, resolve_workloads
+
+                bar.start("corpus run", len(runs.shard_of(runs.corpus_paths(corpus), where))
+                          + (len(runs.shard_of(entries, where)) if entries else 0))
+                result = runs.run_jobs(corpus, resolve_rules(rules).resolve(),
+                                       resolve_workloads(workloads).resolve(), jobs=jobs,
+                                       with_suite=entries is not None, shard=where,
+                                       advance=bar.advance)
+            else:
+                result = runs.run(corpus, book, wls, suite=entries, shard=where,
+                                  advance=bar.advance,
+                                  total=lambda n: bar.start("corpus run", n))
         except suites.SuiteError as exc:
             raise usage_error(str(exc)) from None
     render = runs.render_json if fmt is RunFormat.json else runs.render_text

@@ -18,8 +18,10 @@ must be promoted, and it is a mismatch). Measured:
   outcome, and the mutants whose outcome is unknown.
 
 `--shard I/N` keeps every N-th item and mutant starting at the I-th (1-based), so a CI
-matrix of N jobs covers everything once. Wall time is measured for the report only;
-nothing is decided by it."""
+matrix of N jobs covers everything once. `--jobs J` splits the (shard's) work the same way
+over J worker processes on one machine and puts the results back in the order one process
+gives them, so the output is the same whatever J is. Wall time is measured for the report
+only; nothing is decided by it."""
 
 from __future__ import annotations
 
@@ -93,6 +95,12 @@ def _pairs(pairs: Iterable[tuple[str, int]]) -> list[str]:
     return sorted(f"{code}@{line}" for code, line in pairs)
 
 
+def corpus_paths(corpus: Path) -> list[Path]:
+    """Every corpus item, valid and invalid, in the order a run checks them."""
+    return sorted(p for kind in ("valid", "invalid") for p in (corpus / kind).rglob("*.cake")
+                  if p.is_file())
+
+
 def check_item(checker: Checker, path: Path, corpus: Path) -> Item:
     rel = path.relative_to(corpus)
     kind, family = rel.parts[0], rel.parts[1] if len(rel.parts) > 2 else "-"
@@ -118,15 +126,16 @@ def check_item(checker: Checker, path: Path, corpus: Path) -> Item:
 
 def run(corpus: Path, rulebook: Rulebook, workloads: Mapping[str, Workload], *,
         suite: list[Entry] | None = None, shard: tuple[int, int] = (1, 1),
+        part: tuple[int, int] = (1, 1),
         advance: Callable[[int], None] | None = None,
         total: Callable[[int], None] | None = None) -> RunResult:
-    """Check the corpus (and the suite's mutants, when given) as the module says."""
+    """Check the corpus (and the suite's mutants, when given) as the module says; `part`
+    (P, J) keeps the P-th of J parts of the shard (one worker of `run_jobs`)."""
     start = time.perf_counter()
     checker = Checker(rulebook, dict(workloads))
-    paths = shard_of(sorted(p for kind in ("valid", "invalid")
-                            for p in (corpus / kind).rglob("*.cake") if p.is_file()), shard)
-    pairs = shard_of(regenerate(corpus, suite, vocabulary(rulebook, workloads)), shard) \
-        if suite is not None else []
+    paths = shard_of(shard_of(corpus_paths(corpus), shard), part)
+    pairs = shard_of(shard_of(regenerate(corpus, suite, vocabulary(rulebook, workloads)),
+                              shard), part) if suite is not None else []
     if total is not None:
         total(len(paths) + len(pairs))
     out = RunResult(rules=sorted(r.code for r in rulebook.rules), shard=shard,
@@ -142,6 +151,52 @@ def run(corpus: Path, rulebook: Rulebook, workloads: Mapping[str, Workload], *,
                                         verdict.verdict, entry.line, entry.what))
         if advance is not None:
             advance(1)
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _run_part(corpus: Path, rules: Path, workloads: Path, with_suite: bool,
+              shard: tuple[int, int], part: tuple[int, int]) -> RunResult:
+    """One worker process of `run_jobs`: it loads the rulebook, workloads and suite
+    itself (plugins are modules, not data to send) and runs its part."""
+    from cakegov.check.rulebook import Rulebook
+    from cakegov.corpus.suite import SUITE_NAME, load
+    from cakegov.corpus.workloads import load_workloads
+
+    suite = load(corpus / SUITE_NAME) if with_suite else None
+    return run(corpus, Rulebook.load(rules), load_workloads(workloads), suite=suite,
+               shard=shard, part=part)
+
+
+def _interleave(parts: list[list[Any]]) -> list[Any]:
+    """Undo `shard_of` over len(parts) parts: part p's k-th element was at k * J + p."""
+    out: list[Any] = []
+    for k in range(max((len(p) for p in parts), default=0)):
+        out.extend(p[k] for p in parts if k < len(p))
+    return out
+
+
+def run_jobs(corpus: Path, rules: Path, workloads: Path, *, jobs: int,
+             with_suite: bool = False, shard: tuple[int, int] = (1, 1),
+             advance: Callable[[int], None] | None = None) -> RunResult:
+    """`run` over `jobs` worker processes (each a part of the shard), merged into the
+    order and the result one process gives; `advance(n)` as each part finishes."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    start = time.perf_counter()
+    context = multiprocessing.get_context("spawn")  # no state of this process is shared
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = [pool.submit(_run_part, corpus, rules, workloads, with_suite, shard,
+                               (p, jobs)) for p in range(1, jobs + 1)]
+        results = []
+        for future in futures:
+            results.append(future.result())
+            if advance is not None:
+                advance(len(results[-1].items) + len(results[-1].mutants))
+    out = RunResult(items=_interleave([r.items for r in results]),
+                    mutants=_interleave([r.mutants for r in results]),
+                    rules=results[0].rules, shard=shard, with_mutants=with_suite)
     out.seconds = time.perf_counter() - start
     return out
 
