@@ -60,8 +60,13 @@ def test_a_primitive_patching_the_engine_is_caught_on_schedules_that_do_not_use_
     [blocker] = [b for b in data["blockers"] if b["kind"] == "untrusted-divergence"]
     assert blocker["files"] == ["corpus/invalid/scale/threads_over_limit.cake"]
     [note] = [n for n in data["notes"] if "came from proposed code" in n]
-    assert note.startswith("1 candidate result came from proposed code")
-    assert "corpus/valid/scale/manual_init_elected_use.cake" in note
+    count, listed = re.fullmatch(r"(\d+) candidate results? came from proposed code "
+                                 r"\([^)]*\): (.*)", note).groups()
+    listed = listed.split(", ")
+    # exactly the schedules that use the proposed primitive come from the contained run
+    assert int(count) == len(listed) and "corpus/valid/scale/manual_init_elected_use.cake" \
+        in listed and "corpus/invalid/scale/threads_over_limit.cake" not in listed
+    assert all("lm.sync_cta(" in (project / rel).read_text() for rel in listed)
 
 
 def test_an_honest_primitive_change_marks_only_its_users(project):  # noqa: F811

@@ -234,7 +234,14 @@ RULE_GAPS = {
     "invalid/gemm/lookahead_drain_missing.cake": "raw-barriers",
     # Halving the tile halves the buffers: the schedule now fits in shared memory.
     "invalid/gemm/smem_over_capacity.cake": "tiles",
+    # The defect is a parity with a period of two stages on a 1-stage ring: with one more
+    # stage the period is right and the schedule is legal.
+    "invalid/softmax/raw_s1_parity_two_stage_period.cake": "stages",
 }
+# One more stage (or a larger tile) may no longer fit in shared memory: such a variant
+# changes what the base rulebook sees (R001), and the judge drops it; the comparison is
+# only meaningful between schedules that fit.
+RESOURCE_KINDS = {"stages", "tiles"}
 
 
 @pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: str(p.relative_to(CORPUS)))
@@ -250,6 +257,9 @@ def test_corpus_variants_are_judged_like_the_original(path: Path, checker):
         assert all(1 <= v.line(n) <= len(_lines(v.text)) + 1
                    for n in range(1, len(_lines(text)) + 1))
         after = checker.check_bytes(v.text.encode(), str(path))
+        if v.kind in RESOURCE_KINDS and {c for c, _ in _counted(after)} - \
+                {c for c, _ in _counted(before)} == {"R001"}:
+            continue
         if RULE_GAPS.get(rel) == v.kind:
             assert (after.verdict, _counted(after)) != (before.verdict, _moved(before, v)), \
                 f"{rel}: the {v.kind} variant is now judged like the original: drop the gap"
