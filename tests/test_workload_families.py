@@ -100,3 +100,47 @@ def test_rowwise_broadcasts_per_row(rulebook):
                               value=lambda n, op=op: op, put=out.__setitem__)
         prim.simulate(None, sim)
         assert np.array_equal(out["dst"], want.astype(np.float32))
+
+
+# ---- a running argmin across centroid tiles (lm.argmin_update) ---------------------------
+
+
+class _Tiles:
+    """The part of the simulator's `sim` object a primitive's `simulate` uses."""
+
+    def __init__(self, **tiles):
+        self.tiles = {k: np.asarray(v) for k, v in tiles.items()}
+        self.out = {}
+
+    def tile(self, name):
+        return self.tiles[name]
+
+    def value(self, name):
+        return self.tiles[name].item()
+
+    def put(self, name, values):
+        self.out[name] = np.asarray(values)
+
+
+def test_argmin_update_over_tiles_is_the_first_argmin_of_the_whole_row(rulebook):
+    """Merging 64-column tiles in order gives numpy's argmin of the whole row, ties to
+    the lower index: exact duplicates across tiles and within one tile are planted, so a
+    merge with `<=` (the later tile wins) or one that ignores `base` fails."""
+    merge = rulebook.primitives["argmin_update"].simulate
+    rng = np.random.default_rng(7)
+    rows, width, tile = 16, 256, 64
+    x = rng.normal(size=(rows, width)).astype(np.float32)
+    x[0, 200] = x[0, 3] = x[0].min() - 1.0                # tie across tiles
+    x[1, 70] = x[1, 71] = x[1].min() - 1.0                # tie within a tile
+    x[2, :] = 5.0                                          # every column ties
+    best = np.full((rows, 1), 1e30, dtype=np.float32)
+    index = np.zeros((rows, 1), dtype=np.int32)
+    for c in range(width // tile):
+        sim = _Tiles(src=x[:, c * tile:(c + 1) * tile], best=best, index=index,
+                     base=c * tile)
+        merge(None, sim)
+        best, index = sim.out["best"], sim.out["index"]
+    assert index.dtype == np.int32
+    np.testing.assert_array_equal(index.ravel(), np.argmin(x, axis=1))
+    np.testing.assert_array_equal(best.ravel(), x.min(axis=1))
+    assert index[0, 0] == 3 and index[1, 0] == 70 and index[2, 0] == 0

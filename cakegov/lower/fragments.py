@@ -2,14 +2,14 @@
 
 One derivation, recorded in `LFragment.layout` (kernel.py documents the three layouts):
 an `mma` accumulator gets the `mma.sync.m16n8k16` accumulator layout over a grid of the
-role's warps; a fragment that a reduction, top-k or row broadcast (`rowwise`) reads or
-writes gets the `rows` layout (one thread per row, so the reduction needs no
-communication); every other fragment gets the `flat` layout (consecutive elements on
-consecutive threads: coalesced loads and stores). Fragments that an elementwise op
-connects (`dst` and `src` both fragments) are copied slot by slot, so they share one
-layout: the requirement of any of them. An `mma_async` accumulator that the lowering turns
-into wgmma (cakegov/lower/warpgroup.py) gets the wgmma accumulator layout instead of the
-mma.sync one."""
+role's warps; a fragment that a reduction, top-k, running argmin (`argmin_update`) or row
+broadcast (`rowwise`) reads or writes gets the `rows` layout (one thread per row, so the
+reduction needs no communication); every other fragment gets the `flat` layout
+(consecutive elements on consecutive threads: coalesced loads and stores). Fragments that
+an elementwise op connects (`dst` and `src` both fragments) are copied slot by slot, so
+they share one layout: the requirement of any of them. An `mma_async` accumulator that the
+lowering turns into wgmma (cakegov/lower/warpgroup.py) gets the wgmma accumulator layout
+instead of the mma.sync one."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ MMA_M, MMA_N = 16, 8  # accumulator tile of mma.sync.m16n8k16
 WARP = 32
 
 # Which operands of which primitives force a layout.
-ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src")}
+ROW_OPERANDS = {"reduce": ("dst", "src"), "topk": ("dst", "src"),
+                "argmin_update": ("best", "index", "src")}
 # Operands forced to the rows layout only when the named operand is a fragment: a row
 # broadcast from a fragment vector needs every operand one row per thread, one from a
 # shared-memory vector leaves the destination's layout free.

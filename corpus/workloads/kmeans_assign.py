@@ -14,6 +14,8 @@ SHAPES = (
     {"N": 4096, "K": 16, "D": 64},
     {"N": 1000, "K": 16, "D": 64},  # N not a multiple of the row tile
     {"N": 4096, "K": 64, "D": 64},
+    {"N": 1000, "K": 256, "D": 128},  # several centroid tiles a point tile, ragged N
+    {"N": 2048, "K": 128, "D": 128},
     {"N": 65536, "K": 64, "D": 64},  # last: the shape `cakegov cost rank` prices by default
 )
 HEADLINE = ({"N": 65536, "K": 1024, "D": 128},)  # performance is reported here
