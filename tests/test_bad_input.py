@@ -292,3 +292,40 @@ def test_console_script_exit_codes_and_no_traceback(tmp_path: Path):
         assert not marker.exists()
     finally:
         marker.unlink(missing_ok=True)
+
+
+RING = (Path(__file__).resolve().parent.parent / "corpus" / "valid" / "scale"
+        / "ring_1stage.cake").read_text(encoding="utf-8")
+RING_TILES = "    TM, TN, TILES = 16, 256, 4\n"
+
+
+def test_billion_iteration_ring_is_incomplete_not_a_hang(checker):
+    """A pipeline loop of 10^9 iterations: the iteration window may not walk the loop
+    value by value to look for loops nested in it (there are none), and the unrolling
+    bound makes the verdict `incomplete`, never `clean`."""
+    source = edit(RING, RING_TILES, "    TM, TN, TILES = 16, 256, 1000000000\n")
+    result = checker.check_bytes(source.encode(), "ring_1e9.cake")
+    assert result.verdict == "incomplete"
+    assert not [f for f in result.findings if f.authority == "internal"]
+
+
+def test_fragment_past_the_register_file_is_an_analysis_bound_not_a_crash(checker):
+    """A 65536 x 65536 fragment (16 GiB of registers): the footprint computation would
+    allocate tens of GiB; it stops at its element bound instead (no internal error)."""
+    source = edit(RING, '    y = lm.fragment("f32", (TM, TN), role=worker)\n',
+                  '    y = lm.fragment("f32", (65536, 65536), role=worker)\n')
+    result = checker.check_bytes(source.encode(), "huge_fragment.cake")
+    assert result.verdict in ("rejected", "incomplete")
+    assert not [f for f in result.findings if f.authority == "internal"]
+
+
+def test_utf8_byte_order_mark_is_accepted(checker):
+    """Editors that write a UTF-8 byte-order mark: Python accepts such a source file, and
+    so does the checker, with the same result and the same columns as without it."""
+    plain = checker.check_bytes(RING.encode(), "ring.cake")
+    marked = checker.check_bytes(b"\xef\xbb\xbf" + RING.encode(), "ring.cake")
+    assert plain.verdict == marked.verdict == "clean"
+    broken = edit(RING, RING_TILES, "    TM, TN, TILES = 16, 256, 4 +\n")
+    a = checker.check_bytes(broken.encode(), "b.cake").findings[0]
+    b = checker.check_bytes(b"\xef\xbb\xbf" + broken.encode(), "b.cake").findings[0]
+    assert (a.code, a.span) == (b.code, b.span)

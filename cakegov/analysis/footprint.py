@@ -26,6 +26,11 @@ from cakegov.lower.wgmma import accumulator_owner
 from cakegov.plugin import Access
 
 WARP = 32
+# Elements of one operand or fragment the analysis computes per-thread pairs for. A real
+# fragment is far smaller (the register file of an SM holds 65,536 32-bit registers) and
+# shared-memory operands are bounded by R001 before any analysis; past this bound the
+# analysis is incomplete (TooLarge), never clean and never a crash.
+MAX_ELEMENTS = 1 << 22
 ALL = -1  # every thread of the role touches every element
 ENGINE = -2  # the asynchronous proxy (copy engine, tensor cores), not a thread
 
@@ -82,6 +87,16 @@ def _wgmma_owners(rows: int, cols: int, gm: int, gn: int, bm: int, bn: int, n: i
                 out[r0:r0 + 64, c0:c0 + n] = g * 128 + block
     out.setflags(write=False)
     return out
+
+
+class TooLarge(Exception):
+    """An operand or fragment has more elements than MAX_ELEMENTS."""
+
+
+def _bounded(what: str, n: int) -> None:
+    if n > MAX_ELEMENTS:
+        raise TooLarge(f"{what} has {n:,} elements, more than the analysis computes "
+                       f"thread footprints for ({MAX_ELEMENTS:,})")
 
 
 def owners(layout: LFragLayout) -> np.ndarray:
@@ -143,6 +158,7 @@ def _element_pairs(access: Access, shape: tuple[int, ...], threads: int,
         return ENGINE, None, None
     if spread.kind == "all":
         return ALL, None, None
+    _bounded(f"the operand `{access.name}`", n)
     if spread.kind == "each":
         elem = np.arange(n)
         return 0, elem, elem % threads
@@ -154,6 +170,7 @@ def _element_pairs(access: Access, shape: tuple[int, ...], threads: int,
             return ALL, None, None
         elem, who = _mma_loads(layout, rows, cols, spread.kind[-1], spread.transpose)
         return 0, elem, who
+    _bounded(f"the fragment `{spread.fragment}`", layout.rows * layout.cols)
     own = owners(layout).reshape(layout.rows, layout.cols)
     if spread.tile is not None:  # the operand meets a window of the fragment
         r0, c0 = origin or (0, 0)

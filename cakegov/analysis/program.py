@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cakegov.analysis.footprint import ENGINE, Footprint, Footprints, tile_origin
+from cakegov.analysis.footprint import ENGINE, Footprint, Footprints, TooLarge, tile_origin
 from cakegov.ir.expr import Env, EvalError, Expr, compile_expr, evaluate, step_expr
 from cakegov.lower.kernel import (
     LArrive,
@@ -413,7 +413,10 @@ class Builder:
                             members=members, role_warps=role.warps if members else 0)
             # a role's running counters (cakegov/ir/persistent.py), all 0 at its start
             self._counters = dict.fromkeys(role.counters, 0)
-            self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan)
+            try:
+                self._visit(role.body, {}, 0, sizes, blocks, thread, program, plan)
+            except TooLarge as exc:  # an analysis bound: incomplete, never a crash
+                raise UnrollError(str(exc)) from exc
             program.threads.append(thread)
         return program
 

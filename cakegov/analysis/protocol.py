@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from cakegov.analysis import cluster
 from cakegov.analysis import ctas as cta_classes
 from cakegov.analysis.execute import Anomaly, Outcome, execute, unforced_only
-from cakegov.analysis.footprint import Footprints
+from cakegov.analysis.footprint import Footprints, TooLarge
 from cakegov.analysis.program import Builder, Program, UnrollError
 from cakegov.analysis.semantics import ARRIVAL_LIMIT
 from cakegov.analysis.window import consistent, plan
@@ -311,17 +311,21 @@ def _run(builder: Builder, fp: Footprints, kernel: LoweredKernel, sizes: dict[st
         if key in seen:
             return None
         seen.add(key)
-    outcome = execute(program, fp, 4 * bounds.max_events)
-    spliced = bool(cut)
-    if spliced and outcome.anomalies:
-        try:  # an anomaly is reported from the whole loop when it fits the bound
-            full = _build(builder, sizes, cta, {}, bounds.max_confirm_events)
-            program, outcome, spliced = full, execute(full, fp, 4 * bounds.max_confirm_events), \
-                False
-        except UnrollError:
-            pass
-    if outcome.complete and unforced_only(outcome):
-        outcome = _other_executions(program, fp, bounds, outcome, where, cta, result)
+    try:
+        outcome = execute(program, fp, 4 * bounds.max_events)
+        spliced = bool(cut)
+        if spliced and outcome.anomalies:
+            try:  # an anomaly is reported from the whole loop when it fits the bound
+                full = _build(builder, sizes, cta, {}, bounds.max_confirm_events)
+                program, outcome, spliced = \
+                    full, execute(full, fp, 4 * bounds.max_confirm_events), False
+            except UnrollError:
+                pass
+        if outcome.complete and unforced_only(outcome):
+            outcome = _other_executions(program, fp, bounds, outcome, where, cta, result)
+    except TooLarge as exc:
+        result.incomplete.append(f"execution for {where}, CTA {cta}: {exc}")
+        return None
     if not outcome.complete:
         result.incomplete.append(f"execution for {where}, CTA {cta}: {outcome.reason}")
     return Run(sizes=dict(sizes), cta=cta, program=program, outcome=outcome, spliced=spliced)

@@ -50,6 +50,7 @@ MIN_TRIPS = 12  # loops shorter than this are never spliced
 MAX_GRID = 1 << 21  # values evaluated at once for one loop's signatures
 MAX_INSTANCES = 256  # loop instances at one depth a plan may look at
 MAX_TRIPS = 1 << 17  # longest loop whose iterations are compared
+MAX_VISITS = 1 << 16  # outer iterations a plan may walk to find the loops at one depth
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,14 @@ def periodic(sig: np.ndarray, values: np.ndarray) -> Periodic | None:
     return Periodic(int(values[start]), int(values[start]) + length, -neg)
 
 
+class _TooMany(Exception):
+    """The loops at one depth lie under more outer iterations than MAX_VISITS."""
+
+
+def _has_loop(ops: tuple[LOp, ...]) -> bool:
+    return any(isinstance(op, LFor) for op in ops)
+
+
 @dataclass(frozen=True)
 class Instance:
     loop: LFor
@@ -175,8 +184,16 @@ class Instance:
 
 def _instances(ops: tuple[LOp, ...], depth: int, target: int, outer: dict[str, int],
                sizes: Mapping[str, int], blocks: Mapping[int, int],
-               plan: Mapping[int, tuple[int, int]], out: list[Instance]) -> None:
+               plan: Mapping[int, tuple[int, int]], out: list[Instance],
+               budget: list[int] | None = None) -> None:
+    """The loop instances at depth `target` under `ops`, appended to `out` (at most
+    MAX_INSTANCES + 1). Only loops that contain deeper loops are walked, and at most
+    MAX_VISITS of their iterations in all (`budget`), else _TooMany: an outer loop of a
+    billion iterations is never walked one value at a time."""
     from cakegov.ir.expr import Env, evaluate
+
+    if budget is None:
+        budget = [MAX_VISITS]
 
     env = Env(sizes=sizes, vars=outer, blocks=blocks)
     for op in ops:
@@ -194,14 +211,19 @@ def _instances(ops: tuple[LOp, ...], depth: int, target: int, outer: dict[str, i
             if len(out) > MAX_INSTANCES:
                 return
             continue
+        if not _has_loop(op.body):
+            continue
         cut = plan.get(depth)
         for v in values:
             if len(out) > MAX_INSTANCES:
                 return
             if cut is not None and cut[0] <= v < cut[1]:
                 continue
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _TooMany()
             _instances(op.body, depth + 1, target, {**outer, op.var: v}, sizes, blocks,
-                       plan, out)
+                       plan, out, budget)
 
 
 def plan(kernel: LoweredKernel, sizes: Mapping[str, int], cta: tuple[int, int, int],
@@ -218,8 +240,11 @@ def plan(kernel: LoweredKernel, sizes: Mapping[str, int], cta: tuple[int, int, i
     result: dict[int, tuple[int, int]] = {}
     for depth in range(max_depth):
         found: list[Instance] = []
-        for role in kernel.roles:
-            _instances(role.body, 0, depth, {}, sizes, blocks, result, found)
+        try:
+            for role in kernel.roles:
+                _instances(role.body, 0, depth, {}, sizes, blocks, result, found)
+        except _TooMany:
+            break
         if not found:
             break
         if len(found) > MAX_INSTANCES:

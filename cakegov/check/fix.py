@@ -22,6 +22,8 @@ from pathlib import Path
 from cakegov.check.findings import FileResult, Finding
 from cakegov.check.repair import EditConflict, Fix, apply_edits, edit_offsets, overlapping
 from cakegov.check.runner import Checker, expand_paths
+from cakegov.ir.errors import InputError
+from cakegov.ir.parse import decode_source
 
 
 def identity(f: Finding) -> tuple[str, str, str]:
@@ -82,8 +84,8 @@ def plan_file(checker: Checker, data: bytes, file: str, before: FileResult
     if not candidates:
         return None, report
     try:
-        source = data.decode("utf-8")
-    except UnicodeDecodeError:
+        source = decode_source(data)  # the text the spans count in (no byte-order mark)
+    except InputError:
         report.note = "not UTF-8 text"
         return None, report
     kept: list = []  # the edits of every kept fix

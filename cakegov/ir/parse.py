@@ -228,7 +228,9 @@ class _LineIndex:
 
 
 def decode_source(data: bytes) -> str:
-    """UTF-8 text of a schedule file, or an InputError at the first undecodable byte."""
+    """UTF-8 text of a schedule file, or an InputError at the first undecodable byte. A
+    leading byte-order mark (U+FEFF, which some editors write) is dropped, as Python
+    drops it from a source file."""
     if len(data) > MAX_SOURCE_BYTES:
         raise InputError(
             errors.LIMIT,
@@ -236,7 +238,8 @@ def decode_source(data: bytes) -> str:
             Span(line=1, col=1, end_line=1, end_col=2),
         )
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        return text[1:] if text.startswith("\ufeff") else text
     except UnicodeDecodeError as exc:
         before = data[: exc.start].decode("utf-8")  # valid up to the bad byte
         lines = _NEWLINE.split(before)
