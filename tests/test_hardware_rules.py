@@ -13,6 +13,10 @@ GEMM_RAW = CORPUS / "valid" / "gemm" / "raw_barriers_s2.cake"
 GEMM_WS = CORPUS / "valid" / "gemm" / "ws_pipeline_s4.cake"
 SCALE = CORPUS / "valid" / "scale" / "tile_1stage.cake"
 KMEANS = CORPUS / "valid" / "kmeans_assign" / "rows_pipelined_s2.cake"
+SOFTMAX = CORPUS / "valid" / "softmax" / "persistent_rows_s4.cake"
+KNN = CORPUS / "valid" / "knn" / "rows_pipelined_s2.cake"
+KMEANS_TILES = CORPUS / "valid" / "kmeans_assign" / "centroid_tiles_d128.cake"
+FP8 = CORPUS / "valid" / "gemm" / "deepgemm_fp8_s2.cake"
 
 
 def variant(path, *edits):
@@ -39,8 +43,8 @@ def line_of(text, needle):
 
 @pytest.mark.parametrize("path", sorted((CORPUS / "valid").rglob("*.cake")),
                          ids=lambda p: p.stem)
-@pytest.mark.parametrize("code", ["H001", "H002", "H003", "H004", "H005", "H006", "N001",
-                                  "N002"])
+@pytest.mark.parametrize("code", ["H001", "H002", "H003", "H004", "H005", "H006", "H008",
+                                  "N001", "N002"])
 def test_valid_corpus_is_clean(checker, path, code):
     assert findings(checker, path.read_text(encoding="utf-8"), code) == []
 
@@ -312,3 +316,60 @@ def test_async_primitives_get_the_hardware_checks(checker):
                      ("barrier=full[0])", "barrier=full[0], pad=True)"),
                      ("store_async(Y, at=(m0, n0))", "store_async(Y, at=(m0, n0), mask=True)"))
     assert findings(checker, masked, "H005") == []
+
+
+# ---- H008 operand-shape ---------------------------------------------------------------
+
+
+def test_row_vector_sized_by_columns_is_caught_at_reduce_and_rowwise(checker):
+    """`mx` declared with the row length (128) instead of the row count (64): the reduce
+    writes 64 of its values and the broadcast reads one per row of `e`."""
+    text = variant(SOFTMAX, ('mx = lm.fragment("f32", (BR,), role=math)',
+                             'mx = lm.fragment("f32", (128,), role=math)'))
+    found = findings(checker, text, "H008")
+    assert sorted(f.span.line for f in found) == sorted(
+        [line_of(text, "lm.reduce(mx,"), line_of(text, "lm.rowwise(e, x_s")])
+    reduce = next(f for f in found if f.span.line == line_of(text, "lm.reduce(mx,"))
+    assert "gives 64 values, but `dst` (`mx`) is 128" in reduce.message
+    assert reduce.hint == "declare `mx` with shape (64,)"
+    rowwise = next(f for f in found if f is not reduce)
+    assert rowwise.resource == "mx" and "one value of `vec` per row" in rowwise.message
+
+
+def test_elementwise_between_fragments_of_different_shapes(checker):
+    text = variant(SCALE, ('lm.elementwise(y, x_s[0], op="scale", alpha=2.5)',
+                           'lm.elementwise(y, x_s[0], op="scale", alpha=2.5)\n'
+                           '        lm.elementwise(z, y, op="relu")'),
+                   ('    m0, n0 =', '    z = lm.fragment("f32", (TM, TN // 2), role=worker)\n'
+                                    '    m0, n0 ='))
+    [f] = findings(checker, text, "H008")
+    assert f.span.line == line_of(text, "lm.elementwise(z, y")
+    assert f.resource == "y" and "columns (256 against 128)" in f.message
+    assert "`y[0:32, 0:128]`" in f.hint  # the window of the larger fragment
+
+
+def test_topk_result_and_k(checker):
+    wide = variant(KNN, ('nn = lm.fragment("i32", (BR, 4)', 'nn = lm.fragment("i32", (BR, 8)'))
+    [f] = findings(checker, wide, "H008")
+    assert "writes 64 x 4 indices" in f.message and f.hint == "declare `nn` with shape (64, 4)"
+    many = variant(KNN, ('nn = lm.fragment("i32", (BR, 4)', 'nn = lm.fragment("i32", (BR, 32)'),
+                   ("lm.topk(nn, dist, k=4)", "lm.topk(nn, dist, k=32)"))
+    [f] = findings(checker, many, "H008")
+    assert "selects k = 32 of the 16 columns of `dist`" in f.message
+
+
+def test_running_argmin_needs_one_value_per_row(checker):
+    text = variant(KMEANS_TILES, ('best = lm.fragment("f32", (BR,), role=math)',
+                                  'best = lm.fragment("f32", (BR // 2,), role=math)'))
+    found = [f for f in findings(checker, text, "H008")
+             if f.span.line == line_of(text, "lm.argmin_update(")]
+    assert [f.resource for f in found] == ["best"]
+
+
+def test_row_scales_shorter_than_the_accumulator(checker):
+    text = variant(FP8, ('sa_s = lm.smem("f32", (1, BM), stages=2)',
+                         'sa_s = lm.smem("f32", (1, BM // 2), stages=2)'))
+    found = [f for f in findings(checker, text, "H008")
+             if f.span.line == line_of(text, "lm.scale_accumulate(")]
+    assert len(found) == 1 and found[0].resource == "sa_s"
+    assert "would read past it" in found[0].message

@@ -699,7 +699,20 @@ class Machine:
         for value in op.args.values():  # a sub-tile outside its fragment: out of bounds
             self.window(value, vars_, op)
         self.smem_accesses(w, op, vars_, text)
-        prim.simulate(op, OpSim(self, w, op, vars_))
+        sim = OpSim(self, w, op, vars_)
+        try:
+            prim.simulate(op, sim)
+        except ValueError:
+            # numpy cannot combine the operands: their shapes disagree, and the kernel
+            # indexes one tile with the coordinates of another, past the smaller one
+            shapes = {name: sim.shape(name) for name, v in op.args.items()
+                      if getattr(v, "kind", None) in ("smem", "fragment")}
+            if len(set(shapes.values())) < 2:
+                raise
+            listed = ", ".join(f"`{op.args[n].name}` {r} x {c}" for n, (r, c) in shapes.items())
+            raise self.defect(OOB, f"line {op.span.line}: `{op.primitive}` combines tiles "
+                                   f"of different shapes ({listed}): the kernel reads or "
+                                   "writes past the smaller one", op.span.line) from None
         if any(a.collective for a in op.reads):
             w.converge()
         self.note(op.span.line, text)
