@@ -8,7 +8,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -152,12 +151,11 @@ def test_the_unmodified_bases_are_accepted_input(tmp_path: Path):
 
 
 def test_deep_loop_nest_with_large_trip_counts_is_checked_in_bounded_time(checker):
-    """40 nested loops of 1024 iterations each: analyses must bound their work."""
+    """40 nested loops of 1024 iterations each: analyses must bound their work (by
+    counting events, never by a clock: a hang shows as a test that does not finish)."""
     loops = "".join("    " * i + f"for i{i} in lm.range(0, 1024):\n" for i in range(40))
     source = in_body(loops + "    " * 40 + "full[0].wait(parity=i39 % 2)")
-    started = time.monotonic()
     result = checker.check_bytes(source.encode(), "deep.cake")
-    assert time.monotonic() - started < 30
     assert result.verdict != "error"
     assert not [f for f in result.findings if f.authority == "internal"]
 
