@@ -31,7 +31,7 @@ from cakegov.lower.layout import smem_layout
 
 CODE = "R001"
 NAME = "smem-capacity"
-VERSION = "1.0.1"
+VERSION = "1.0.2"
 SEVERITY = "blocking"
 CATEGORY = "resources"
 STATUS = "stable"
@@ -39,18 +39,29 @@ MOTIVATED_BY = ("corpus/invalid/gemm/smem_over_capacity.cake",)
 
 
 def _fitting_stages(ctx, names, pipeline, limit):
-    """The largest stage count for `names` (and `pipeline`) that fits, with its total."""
-    for stages in range(max(d.stages for d in ctx.decls(SmemDecl) if d.name in names) - 1,
-                        0, -1):
+    """The largest stage count for `names` (and `pipeline`) that fits, with its total.
+    The total grows with the stage count, so a binary search finds it (a schedule asking
+    for 100,000 stages costs 17 layouts, not 100,000)."""
+
+    def total(stages):
         resources = tuple(
             d.model_copy(update={"stages": stages})
             if d.name in names or d.name == pipeline else d
             for d in ctx.schedule.resources
         )
-        total = smem_layout(ctx.schedule.model_copy(update={"resources": resources}))
-        if total.total_bytes <= limit:
-            return stages, total.total_bytes
-    return None
+        return smem_layout(ctx.schedule.model_copy(update={"resources": resources})
+                           ).total_bytes
+
+    lo, hi = 0, max(d.stages for d in ctx.decls(SmemDecl) if d.name in names) - 1
+    best = None
+    while lo < hi:  # the largest s in [1, hi] with total(s) <= limit
+        mid = (lo + hi + 1) // 2
+        size = total(mid)
+        if size <= limit:
+            lo, best = mid, (mid, size)
+        else:
+            hi = mid - 1
+    return best
 
 
 def check(ctx):
