@@ -373,3 +373,28 @@ def test_row_scales_shorter_than_the_accumulator(checker):
              if f.span.line == line_of(text, "lm.scale_accumulate(")]
     assert len(found) == 1 and found[0].resource == "sa_s"
     assert "would read past it" in found[0].message
+
+
+# ---- H006: ranges are exact, not interval over-approximations --------------------------
+
+
+def test_stage_index_written_without_modulo_is_evaluated_exactly(checker):
+    """`k - S * (k // S)` is `k % S` for k >= 0: intervals treating `k` and `k // S` as
+    independent gave -S..K and rejected a legal schedule; every iteration is evaluated."""
+    text = variant(GEMM_RAW, ("            empty[k % S].arrive()",
+                              "            empty[k - S * (k // S)].arrive()"))
+    assert findings(checker, text, "H006") == []
+    wrong = variant(GEMM_RAW, ("            empty[k % S].arrive()",
+                               "            empty[k - S * (k // S) + 1].arrive()"))
+    [f] = findings(checker, wrong, "H006")
+    assert "takes values 1..2" in f.message and f.stage == 2
+
+
+def test_sub_tile_origin_with_an_equivalent_modulo_is_in_range(checker):
+    """The sub-tile windows of the 4-column-block epilogue in a rotated order."""
+    sub = CORPUS / "valid" / "gemm" / "epilogue_subtiles_producer_warp.cake"
+    # (j + 6) - 4 * ((j + 6) // 4) visits the windows 2, 3, 0, 1 (intervals: -2..5)
+    text = variant(sub, ("lm.elementwise(c_s[j % 2], acc[:, j * SN:(j + 1) * SN]",
+                         "lm.elementwise(c_s[j % 2], acc[:, ((j + 6) - 4 * ((j + 6) // 4)) "
+                         "* SN:((j + 6) - 4 * ((j + 6) // 4) + 1) * SN]"))
+    assert findings(checker, text, "H006") == []

@@ -18,7 +18,17 @@ from cakegov.check.rulebook import PrimitivePlugin, RulePlugin, Target
 from cakegov.check.spelling import Spelling
 from cakegov.corpus.workloads import Workload
 from cakegov.ir.dtypes import dtype_bytes
-from cakegov.ir.expr import Const, Env, EvalError, Expr, Interval, bounds, evaluate
+from cakegov.ir.expr import (
+    Const,
+    Env,
+    EvalError,
+    Expr,
+    Interval,
+    bounds,
+    evaluate,
+    free_symbols,
+    step_expr,
+)
 from cakegov.ir.nodes import (
     Call,
     Decl,
@@ -341,18 +351,87 @@ class CheckContext:
         return ranges
 
     def value_range(self, expr: Expr, loops: tuple[For, ...]) -> Interval | None:
-        """Bounds of a block-independent expression over every check shape and iteration."""
+        """The least and greatest value of `expr` over every check shape, CTA and iteration
+        of `loops`: exact (every point evaluated) up to EXACT_POINTS points per shape, so
+        that `t - S * (t // S)` ranges over 0..S-1 as `t % S` does; past that, or with a
+        running counter, an interval that contains every value (`bounds`)."""
         result: Interval | None = None
         for sizes in self.shapes or [{}]:
-            ranges = self.loop_ranges(loops, sizes)
-            if ranges is None:
+            try:
+                found = self._exact_range(expr, loops, sizes)
+            except _Inexact:
+                ranges = self.loop_ranges(loops, sizes)
+                found = None if ranges is None else bounds(expr, ranges, self.env(sizes))
+            if found is None:
                 continue
-            lo, hi = bounds(expr, ranges, self.env(sizes))
+            lo, hi = found
             result = (lo, hi) if result is None else (min(result[0], lo), max(result[1], hi))
         return result
 
+    def _exact_range(self, expr: Expr, loops: tuple[For, ...], sizes: dict[str, int]
+                     ) -> Interval | None:
+        """min and max of `expr` over every point (CTA index, loop variables) under
+        `sizes`, evaluated with numpy; None when the loops never run; _Inexact when the
+        points are too many or a running counter (whose value depends on history) takes
+        part."""
+        import numpy as np
+
+        from cakegov.analysis.grid import vec_eval
+
+        steps = [step_expr(loop.step) for loop in loops]
+        syms = free_symbols(expr).union(*(free_symbols(e) for loop, step in zip(
+            loops, steps, strict=True) for e in (loop.start, loop.stop, step)))
+        if any(s.startswith("counter:") for s in syms):
+            raise _Inexact()
+        env = self.env(sizes)
+        axes = sorted({int(s[6:]) for s in syms if s.startswith("block:")})
+        if any(a not in env.grid for a in axes):
+            raise _Inexact()
+        extents = [max(env.grid[a], 0) for a in axes]
+        points = 1
+        for e in extents:
+            points *= e
+        if points > EXACT_POINTS:
+            raise _Inexact()
+        if points == 0:
+            return None
+        grid = np.indices(extents).reshape(len(axes), -1) if axes else np.zeros((0, 1))
+        blocks = {a: grid[i].astype(np.int64) for i, a in enumerate(axes)}
+        vars_: dict[str, Any] = {}
+        stages = dict(self.pipeline_stages)
+
+        def column(e: Expr) -> Any:
+            return np.broadcast_to(np.asarray(vec_eval(e, sizes, vars_, blocks, stages),
+                                              dtype=np.int64), (points,))
+
+        for loop, step_e in zip(loops, steps, strict=True):
+            start, stop, step = column(loop.start), column(loop.stop), column(step_e)
+            if (step <= 0).any():
+                raise _Inexact()
+            counts = np.maximum(0, -(-(stop - start) // step))
+            total = int(counts.sum())
+            if total > EXACT_POINTS:
+                raise _Inexact()
+            if total == 0:
+                return None
+            owner = np.repeat(np.arange(points), counts)
+            offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            vars_ = {k: v[owner] for k, v in vars_.items()}
+            blocks = {a: b[owner] for a, b in blocks.items()}
+            vars_[loop.var] = start[owner] + offset * step[owner]
+            points = total
+        values = column(expr)
+        return int(values.min()), int(values.max())
+
     def evaluate(self, expr: Expr, sizes: dict[str, int]) -> int:
         return evaluate(expr, self.env(sizes))
+
+
+EXACT_POINTS = 1 << 16  # points (CTA index x iterations) value_range evaluates one by one
+
+
+class _Inexact(Exception):
+    """value_range falls back to interval bounds."""
 
 
 def _key_of(anomaly: Anomaly) -> tuple:
