@@ -96,7 +96,10 @@ CASES: dict[str, tuple[str, str, str, str]] = {
     "tensor-for-operand": (edit(SCALE, "lm.elementwise(y,", "lm.elementwise(X,"), "E103",
                            "lm.elementwise(X,", "`X` is a global tensor"),
     "loop-bound-power": (in_body("for i in lm.range(0, 10**30):\n    pass"), "E102",
-                         "10**30", "operator `Pow` is not allowed"),
+                         "10**30", "operator `**` is not allowed"),
+    "parity-bitand": (in_body("full[0].wait(parity=(TM // 32) & 1)"), "E102", "& 1",
+                      "operator `&` is not allowed in index expressions (they use +, -, *, "
+                      "// and %): `x & 1` is `x % 2`"),
     "huge-literal": (edit(SCALE, "TM, TN = 32, 256", "TM, TN = 32, " + "9" * 40), "E104",
                      "9999", "out of range"),
     "huge-loop-bound": (in_body(f"for i in lm.range(0, {2**40}):\n    pass"), "E104",

@@ -227,6 +227,20 @@ class _LineIndex:
         return Span(line=line, col=col, end_line=end_line, end_col=max(end_col, 1))
 
 
+# Python operators an index expression does not take: how they are written, and what to
+# write instead (the language's integer operators are +, -, *, //, %).
+_OTHER_OPERATORS = {
+    ast.Div: ("/", ": use // for integer division"),
+    ast.Pow: ("**", ": write the power out as a product or a constant"),
+    ast.BitAnd: ("&", ": `x & 1` is `x % 2`, and `x & (2**n - 1)` is `x % 2**n`"),
+    ast.BitOr: ("|", ""),
+    ast.BitXor: ("^", ""),
+    ast.LShift: ("<<", ": `x << n` is `x * 2**n`"),
+    ast.RShift: (">>", ": `x >> n` is `x // 2**n`"),
+    ast.MatMult: ("@", ""),
+}
+
+
 def decode_source(data: bytes) -> str:
     """UTF-8 text of a schedule file, or an InputError at the first undecodable byte. A
     leading byte-order mark (U+FEFF, which some editors write) is dropped, as Python
@@ -1329,9 +1343,10 @@ class _Parser:
             ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
             op = ops.get(type(node.op))
             if op is None:
-                hint = " (use // for integer division)" if isinstance(node.op, ast.Div) else ""
-                self.fail(errors.FORBIDDEN, f"operator `{type(node.op).__name__}` is not "
-                          f"allowed in index expressions{hint}", node)
+                spelled, hint = _OTHER_OPERATORS.get(type(node.op),
+                                                     (type(node.op).__name__, ""))
+                self.fail(errors.FORBIDDEN, f"operator `{spelled}` is not allowed in index "
+                          f"expressions (they use +, -, *, // and %){hint}", node)
             return self.binop(op, self.expr(node.left), self.expr(node.right), node)  # type: ignore[arg-type]
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
