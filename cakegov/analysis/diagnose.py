@@ -40,6 +40,8 @@ def first_fix(ctx, target: Anomaly, candidates: Iterable[Candidate]):
     """The first candidate the engine confirms (cakegov/check/context.py, `attempt`), as
     (candidate, attempt), or None."""
     seen: set[tuple] = set()
+    if ctx.repairs_spent():
+        return None
     for cand in candidates:
         if cand.repairs in seen:
             continue

@@ -44,6 +44,11 @@ from cakegov.analysis.semantics import (
 
 E, W0, TM, TS = 0, 1, 2, 3
 GROUPS = ("wgmma", "bulk")
+# Anomalies one execution records (each with its witness, whose ancestry walk is the
+# costly part). The corpus has at most 12 per execution; a schedule issuing a hundred
+# copies into one stage per iteration has ~10,000 pairwise races, and the verdict needs
+# only the first: the rest add nothing but time.
+MAX_ANOMALIES = 64
 
 
 @dataclass
@@ -83,6 +88,7 @@ class Outcome:
     complete: bool = True
     reason: str = ""
     observed: dict[tuple[int, int], int] = field(default_factory=dict)  # (thread, seq)
+    work: int = 0  # earlier accesses compared with a new one (the race checks' cost)
 
 
 @dataclass(slots=True, eq=False)
@@ -177,6 +183,7 @@ class Executor:
         self.named: dict[tuple[int, int], _Named] = {}
         self.remote: list[tuple[Event, int, int]] = []  # remote arrive, its lane, clock
         self.history: dict[int, list[_Rec]] = {}
+        self.work = 0
         self.written: dict[int, int] = {}  # region -> bytes any write has touched
         self.copies: list[tuple[Event, int, list[int]]] = []  # in flight: ev, ordinal, vc
         self.copy_ordinal: dict[tuple[int, int], int] = {}
@@ -246,7 +253,7 @@ class Executor:
     def record(self, kind: str, message: str, events: tuple[Event, ...], resource: str = "",
                witness: list[Step] | None = None, **details) -> None:
         anomaly = Anomaly(kind, message, events, resource, details)
-        if anomaly.key in self.anomalies:
+        if anomaly.key in self.anomalies or len(self.anomalies) >= MAX_ANOMALIES:
             return
         steps = witness if witness is not None else self.ancestry(events)
         if events and (not steps or steps[-1].line != events[0].line):
@@ -325,6 +332,7 @@ class Executor:
                async_: bool, issuer_who: str = "E") -> None:
         t = self.t[i]
         hist = self.history.setdefault(m.region, [])
+        self.work += len(hist)
         mask = m.mask
         covered = 0
         keep: list[_Rec] = []
@@ -563,7 +571,7 @@ class Executor:
 
     def finish(self, steps: int, complete: bool, reason: str) -> Outcome:
         return Outcome(self.p, list(self.anomalies.values()), steps, complete, reason,
-                       self.observed)
+                       self.observed, self.work)
 
     def step(self, i: int) -> bool:
         """Execute thread i's next event if it can; False when it blocks."""

@@ -79,6 +79,11 @@ class ProtocolResult:
         return sum(r.program.events for r in self.runs)
 
     @property
+    def work(self) -> int:
+        """Accesses compared by the race checks over every run."""
+        return sum(r.outcome.work for r in self.runs)
+
+    @property
     def states(self) -> int:
         """Steps executed over every run (the analysis' measure of work)."""
         return sum(r.outcome.steps for r in self.runs)

@@ -151,6 +151,9 @@ class CheckContext:
         self._source: str | None = None
         self._reanalyze: Any = None
         self._attempts: dict[str, tuple[Anomaly, ...] | None] = {}
+        self._editor: SourceEditor | None = None
+        self._tried = 0  # repairs attempted, against MAX_REPAIR_ATTEMPTS
+        self._work = [0]  # race-check work of the re-analyses, against MAX_REPAIR_WORK
         self.strict = False  # accept only repairs that leave no anomaly (runner, pass 1)
 
     # ---- declarations ----------------------------------------------------------------
@@ -235,6 +238,14 @@ class CheckContext:
         return [a for a in self.protocol.anomalies if _key_of(a) not in taken
                 and (kinds is None or a.kind in kinds)]
 
+    def repairs_spent(self) -> bool:
+        """Has this check used up its repair search (MAX_REPAIR_ATTEMPTS attempts,
+        MAX_REANALYSES re-analyses of edited sources, or MAX_REPAIR_WORK race-check work
+        in them)?"""
+        reanalysed = sum(1 for k in self._attempts if not isinstance(k, tuple))
+        return (self._tried > MAX_REPAIR_ATTEMPTS or reanalysed >= MAX_REANALYSES
+                or self._work[0] > MAX_REPAIR_WORK)
+
     def attempt(self, repairs: list[Repair] | tuple[Repair, ...], description: str,
                 target: Anomaly, applicability: str = "machine") -> Attempt | None:
         """Apply `repairs` (one fix, possibly several edits) to the source, re-analyse
@@ -242,9 +253,16 @@ class CheckContext:
         schedule did not have; None otherwise (or when the repair does not apply)."""
         if self._source is None or self._reanalyze is None or self.protocol is None:
             return None
+        # A bound on the search, counted (never timed): past it no repair is confirmed and
+        # the anomalies left are reported as they are (P099, with their witness), so a
+        # schedule with hundreds of candidate repairs still gets its verdict.
+        self._tried += 1
+        if self.repairs_spent():
+            return None
         try:
-            editor = SourceEditor(self._source, self.schedule)
-            edits = [e for r in repairs for e in editor.edits(r)]
+            if self._editor is None:  # edits() leaves the editor as it was: one per source
+                self._editor = SourceEditor(self._source, self.schedule)
+            edits = [e for r in repairs for e in self._editor.edits(r)]
         except (RepairError, SyntaxError, ValueError, IndexError):
             return None
         new = apply_edits(self._source, edits)
@@ -253,12 +271,12 @@ class CheckContext:
         run = self.protocol.run_of(target)
         if run is not None and (new, "quick") not in self._attempts:
             # first the program the anomaly showed in: most proposals fail there
-            quick = self._reanalyze(new, [(run.sizes, run.cta)])
+            quick = self._reanalyze(new, [(run.sizes, run.cta)], meter=self._work)
             self._attempts[(new, "quick")] = quick  # type: ignore[index]
             if quick is None or _worse(quick, had, target, self.strict):
                 self._attempts[new] = None
         if new not in self._attempts:
-            self._attempts[new] = self._reanalyze(new)
+            self._attempts[new] = self._reanalyze(new, meter=self._work)
         after = self._attempts[new]
         if after is None:
             return None
@@ -427,6 +445,13 @@ class CheckContext:
         return evaluate(expr, self.env(sizes))
 
 
+# The repair search of one check (`CheckContext.attempt`), counted, never timed: the
+# corpus needs at most 162 attempts, 49 re-analyses of edited sources and 20,673 units of
+# their race-check work (ProtocolResult.work) (2026-12-05). Past a bound, no more repairs
+# are confirmed and what is left is reported with its witness (P099): the same verdict.
+MAX_REPAIR_ATTEMPTS = 2000
+MAX_REANALYSES = 100
+MAX_REPAIR_WORK = 200_000
 EXACT_POINTS = 1 << 16  # points (CTA index x iterations) value_range evaluates one by one
 
 
@@ -463,7 +488,8 @@ def _multiset(anomalies) -> dict[tuple[str, str], int]:
 RULE_API: frozenset[str] = frozenset({
     "schedule", "target", "workload", "primitives", "known_targets", "view", "decl",
     "decls", "layout", "lowered", "lowering_error", "protocol", "protocol_only",
-    "protocol_bounds", "claimed", "unclaimed", "attempt", "pipeline_stages", "shapes",
+    "protocol_bounds", "claimed", "unclaimed", "attempt", "repairs_spent",
+    "pipeline_stages", "shapes",
     "calls", "node_at", "effects", "env", "loop_ranges", "value_range", "evaluate",
     "findings", "strict", "spelling",
 })
