@@ -19,7 +19,8 @@ def test_a_blinded_case_is_judged_like_the_original(checker, path):
     text = path.read_text(encoding="utf-8")
     blinded = blind(text)
     assert "# expect" not in blinded and "#" not in blinded
-    assert len(blinded) == len(text) and blinded.count("\n") == text.count("\n")
+    assert blinded.count("\n") == text.count("\n")
+    assert all(line == line.rstrip() for line in blinded.splitlines())  # no label's width
     original = checker.check_bytes(text.encode(), "a.cake")
     seen = checker.check_bytes(blinded.encode(), "a.cake")
     assert seen.verdict == original.verdict
@@ -40,8 +41,18 @@ def test_every_docstring_and_comment_is_blanked_but_code_and_quotes_stay():
 
 @given(st.text(max_size=300))
 def test_blind_never_moves_a_line_or_column(text):
+    """Lines stay lines, every kept character stays in its column (or became a blank),
+    and only the blanks at a line's end that blanking made are dropped."""
     out = blind(text)
-    assert len(out) == len(text)
-    assert all(a == b or a == " " for a, b in zip(out, text, strict=True))
-    assert [i for i, ch in enumerate(out) if ch in "\r\n"] == \
-        [i for i, ch in enumerate(text) if ch in "\r\n"]
+    outs, ins = out.split("\n"), text.split("\n")
+    assert len(outs) == len(ins)
+    for o, i in zip(outs, ins, strict=True):
+        assert len(o) <= len(i)
+        assert all(a == b or a == " " for a, b in zip(o, i, strict=False))
+
+
+def test_a_label_leaves_no_trailing_width():
+    """Two lines that differ only by a label are the same after blinding."""
+    plain, labelled = "x = f(1)\n", "x = f(1)  # expect: P005\n"
+    assert blind(plain) == blind(labelled) == plain
+    assert blind("y = 2   \n") == "y = 2   \n"  # the line's own trailing blanks stay

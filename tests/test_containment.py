@@ -9,6 +9,7 @@ import os
 import resource
 import shutil
 import signal
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -303,3 +304,59 @@ def test_under_bwrap_no_corpus_label_or_ledger_is_readable(project):
         ''')
     out = run_job(job(project, "bwrap"))
     assert messages(out) == ["seen=[] workloads=True"]
+
+
+@pytest.mark.skipif(isolate.bwrap_available() is None, reason="bwrap is not available")
+def test_under_bwrap_only_the_allowed_files_exist(project, tmp_path):
+    """The sandbox holds the system, the interpreter, the engine and the job's inputs, not
+    the host's file system: a file next to the project (a sibling checkout, a secret), the
+    home directory and /etc/shadow are absent, and the engine's repository shows only its
+    package (its corpus and git directory are not there)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token")
+    targets = [str(secret), str(Path.home() / ".bashrc"), str(Path.home()), "/etc/shadow",
+               "/etc/hostname", str(ROOT / "README.md"), str(ROOT / "corpus")]
+    hostile(project, f'''\
+        import pathlib, sys
+        seen = [p for p in {targets!r} if pathlib.Path(p).exists()]
+        engine = pathlib.Path({str(ROOT / "cakegov" / "cli.py")!r}).is_file()
+        python = pathlib.Path(sys.executable).exists()
+        yield ctx.finding(None, f"seen={{seen}} engine={{engine}} python={{python}}")
+        ''')
+    out = run_job(job(project, "bwrap"))
+    home_holds_python = Path(sys.base_prefix).is_relative_to(Path.home())
+    seen = [] if not home_holds_python else [str(Path.home())]
+    assert messages(out) == [f"seen={seen} engine=True python=True"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_worker_strings_lose_control_characters_and_lone_surrogates(project, mode):
+    """A message with a lone surrogate (not encodable: it crashed the JSON report), a NUL,
+    a terminal escape and a right-to-left override reaches the parent with each replaced
+    by U+FFFD; tab and newline stay."""
+    hostile(project, '''\
+        yield ctx.finding(None, "a\\ud800b\\x00c\\x1b[2Jd\\u202ee\\tf\\ng")
+        ''')
+    out = run_job(job(project, mode))
+    assert messages(out) == ["a\ufffdb\ufffdc\ufffd[2Jd\ufffde\tf\ng"]
+
+
+def test_a_finding_outside_the_source_is_dropped_as_a_failure():
+    """Line 0 or a negative column from a plugin would break the SARIF (it failed schema
+    validation after the other reports were written): the finding becomes a failure of
+    its rule, like one that claims another rule's code."""
+    from cakegov.govern.judge import _run
+
+    finding = {"code": "T950", "rule": "hostile", "severity": "blocking",
+               "authority": "legality", "message": "m", "file": "a.cake", "path": "schedule",
+               "span": {"line": 0, "col": -5, "end_line": 0, "end_col": 1}}
+    event = {"file": "a.cake", "result": {"file": "a.cake", "verdict": "rejected",
+                                          "findings": [finding]}}
+    run = _run(event, {"T950": "hostile"})
+    assert run.result is not None and run.result.findings == ()
+    assert [f["kind"] for f in run.failures] == ["crash"]
+    assert "not a source range" in run.failures[0]["message"]
+    good = dict(finding, span={"line": 3, "col": 2, "end_line": 3, "end_col": 9})
+    kept = _run({**event, "result": {**event["result"], "findings": [good]}},
+                {"T950": "hostile"})
+    assert len(kept.result.findings) == 1 and not kept.failures

@@ -143,7 +143,8 @@ def read_label_file(path: Path) -> Labels:
 
 def blind(text: str) -> str:
     """`text` with every comment and the content of every docstring-like string statement
-    blanked to spaces, newlines kept: what plugin code sees of a corpus case. Lines and
+    blanked to spaces and every line's trailing blanks dropped, newlines kept: what plugin
+    code sees of a corpus case. Lines and
     columns do not move, so findings still point where they would in the original, but no
     `# expect:` label, comment or prose description of the defect reaches a rule. Text that
     does not tokenize has its comments removed line by line (its parse error is then the
@@ -152,8 +153,8 @@ def blind(text: str) -> str:
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return "".join(re.sub(r"#[^\r\n]*", lambda m: " " * len(m.group(0)), line)
-                       for line in lines)
+        return "".join(_trailing(re.sub(r"#[^\r\n]*", lambda m: " " * len(m.group(0)),
+                                        line), line) for line in lines)
     spans: list[tuple[tuple[int, int], tuple[int, int], int, int]] = []
     prev = tokenize.NEWLINE
     for tok in tokens:
@@ -179,4 +180,17 @@ def blind(text: str) -> str:
                 if (r, c) < (r0, c0 + head) or (r, c) >= (r1, c1 - tail):
                     continue
                 row[c] = " "
-    return "".join("".join(row) for row in out)
+    return "".join(_trailing("".join(row), line) for row, line in zip(out, lines,
+                                                                      strict=True))
+
+
+def _trailing(line: str, original: str) -> str:
+    """Blanked `line` without the blanks at its end when blanking made them (a comment or
+    docstring text was there): they would leave as many spaces as the label had
+    characters, and a rule could find the labelled lines by their trailing width. A
+    line's own trailing blanks stay."""
+    body = line.rstrip("\r\n")
+    kept = body.rstrip(" \t")
+    if not original[len(kept):len(body)].strip():
+        return line  # nothing was blanked at the end
+    return kept + line[len(body):]

@@ -281,6 +281,71 @@ def _literal(path: Path, name: str) -> str | None:
     return None
 
 
+_RULE_LITERALS = ("code", "name", "version", "severity", "status", "category")
+
+
+def trusted_description(rules_dir: Path, hashes: dict[str, str]) -> dict[str, Any]:
+    """A rulebook's description as the trusted parent reads it from the files (content
+    hashes, and VERSION, CODE, NAME, SEVERITY, STATUS, CATEGORY as literals; nothing
+    imported): the plugin entries, the verifier digest (Rulebook.digest's formula) and the
+    literal metadata of every check plugin, keyed by its path."""
+    from cakegov import __version__
+
+    plugins: dict[str, dict[str, Any]] = {}
+    rules: dict[str, dict[str, str | None]] = {}
+    for rel, sha in sorted(hashes.items()):
+        path = rules_dir / rel
+        plugins[rel] = {"kind": DIR_KINDS[rel.split("/")[0]],
+                        "version": declared_version(path), "sha256": sha}
+        if rel.startswith("checks/"):
+            rules[rel] = {key: _literal(path, key.upper()) for key in _RULE_LITERALS}
+    digest = hashlib.sha256(json.dumps({"engine": __version__, "plugins": plugins},
+                                       sort_keys=True, separators=(",", ":")).encode()
+                            ).hexdigest()
+    return {"digest": digest, "rules": rules,
+            "entries": [{"relpath": rel, **entry} for rel, entry in plugins.items()]}
+
+
+def description_problems(claimed: dict[str, Any], trusted: dict[str, Any]) -> list[str]:
+    """Where a worker's description of its rulebook (worker.describe, computed by code
+    that proposed plugins can patch) disagrees with what the files say."""
+    problems: list[str] = []
+    if claimed.get("digest") != trusted["digest"]:
+        problems.append(f"it reports verifier digest {str(claimed.get('digest'))[:16]}, its "
+                        f"files make {trusted['digest'][:16]}")
+    mine = {e["relpath"]: e for e in trusted["entries"]}
+    listed = claimed.get("entries", ())
+    theirs = {e.get("relpath"): e for e in (listed if isinstance(listed, list) else ())
+              if isinstance(e, dict)}
+    for rel in sorted(set(mine) | {r for r in theirs if isinstance(r, str)}):
+        a, b = theirs.get(rel), mine.get(rel)
+        if a is None or b is None:
+            problems.append(f"rules/{rel}: {'missing from' if a is None else 'not a file of'}"
+                            " its description")
+            continue
+        for key in ("kind", "version", "sha256"):
+            if a.get(key) != b[key]:
+                problems.append(f"rules/{rel}: it reports {key} {str(a.get(key))[:16]}, the "
+                                f"file says {str(b[key])[:16]}")
+    rules = claimed.get("rules", ())
+    for rule in rules if isinstance(rules, list) else ():
+        if not isinstance(rule, dict):
+            continue
+        literal = trusted["rules"].get(str(rule.get("relpath", "")))
+        if literal is None:
+            problems.append(f"rule {str(rule.get('code'))[:12]}: no check plugin file "
+                            f"{str(rule.get('relpath'))[:60]}")
+            continue
+        for key in _RULE_LITERALS:
+            if literal[key] is None:
+                problems.append(f"rules/{rule['relpath']}: {key.upper()} is not a string "
+                                "literal")
+            elif rule.get(key) != literal[key]:
+                problems.append(f"rules/{rule['relpath']}: it reports {key} "
+                                f"{str(rule.get(key))[:16]}, the file declares {literal[key]}")
+    return problems
+
+
 def declared_rules(rules_dir: Path) -> dict[str, str]:
     """CODE -> NAME of every check plugin of `rules_dir`, read from the files as literals
     (nothing imported): the only codes a worker's findings may carry for that rulebook."""

@@ -9,18 +9,21 @@ that rule is skipped from then on, and a fresh worker carries on with the schedu
 are left. Nothing a plugin does can crash this process.
 
 Containment (plugins are attacker-controlled code). With a working `bwrap` the worker runs
-in a sandbox: new user, pid, network, IPC and UTS namespaces, the whole file system
-read-only (`--ro-bind / /`) with a private `/tmp`, a fresh `/dev` and `/proc`, a new
-session, a cleared environment, and it dies with its parent; when the worker ends the pid
-namespace ends and with it every process the plugin started. Without bwrap (the fallback)
-the worker runs in a fresh temporary directory holding copies of its inputs (the rulebook,
-the workloads, the schedules), with a scrubbed environment, and this process is a child
-subreaper, so that every descendant a plugin leaves behind (even one that called setsid)
-is re-parented here and killed when the worker ends. In both modes the worker gets hard
-resource limits (address space, processes, file size, CPU time, no core dumps) that it
-cannot raise. The worker's output is read with bounded reads: one progress line, and the
-output of one schedule, may not exceed a cap; beyond it the worker is killed and the rule
-it was running gets a failure record."""
+in a sandbox: new user, pid, network, IPC and UTS namespaces, a file system that holds
+only what running the worker needs, read-only (the system directories `/usr`, `/lib*`,
+`/bin`, `/sbin`, a few non-secret files of `/etc`, the interpreter's prefixes, the engine
+package, the rulebook, the workloads, the job and the blinded schedules: no home
+directory, no other checkout, no corpus labels), a private `/tmp`, a fresh `/dev` and
+`/proc`, a new session, a cleared environment, and it dies with its parent; when the
+worker ends the pid namespace ends and with it every process the plugin started. Without
+bwrap (the fallback) the worker runs in a fresh temporary directory holding copies of its
+inputs (the rulebook, the workloads, the schedules), with a scrubbed environment, and this
+process is a child subreaper, so that every descendant a plugin leaves behind (even one
+that called setsid) is re-parented here and killed when the worker ends. In both modes the
+worker gets hard resource limits (address space, processes, file size, CPU time, no core
+dumps) that it cannot raise. The worker's output is read with bounded reads: one progress
+line, and the output of one schedule, may not exceed a cap; beyond it the worker is killed
+and the rule it was running gets a failure record."""
 
 from __future__ import annotations
 
@@ -122,6 +125,26 @@ def _env(home: str = "/tmp", mode: str = "check") -> dict[str, str]:
     if mode == "evidence":
         env.update({k: os.environ[k] for k in PASS_ENV if k in os.environ})
     return {k: v for k, v in env.items() if not SECRET.search(k)}
+
+
+# Characters a worker's strings may not carry into reports, logs and terminals: C0 and C1
+# controls but tab and newline (a NUL or an ESC sequence), the bidirectional overrides and
+# isolates (text that reads differently from what it says, U+202A-U+202E, U+2066-U+2069),
+# and lone surrogates (not encodable as UTF-8: they crashed the JSON report).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+                     "\ud800-\udfff]")
+
+
+def _clean(value: Any) -> Any:
+    """`value` (parsed JSON from a worker) with every unsafe character of every string,
+    keys included, replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _UNSAFE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
 
 
 @functools.lru_cache(maxsize=1)
@@ -361,47 +384,37 @@ def _copy_inputs(job: Job, files: list[tuple[str, str]], into: Path
     return {"rules": str(rules), "workloads": str(workloads), "root": str(into)}, copied
 
 
-def _binds(paths: list[str]) -> list[str]:
-    """`--ro-bind P P` for each path (outermost only) that the overlays would hide."""
+# What the worker's file system holds besides its own inputs: the system's programs and
+# libraries (the interpreter's shared libraries, a compiler for evidence jobs) and the
+# files of /etc that the dynamic loader and the C library read; nothing else of the host.
+_SYSTEM_DIRS = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt")
+_ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
+              "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/alternatives")
+
+
+def _system() -> list[str]:
+    """Read-only binds (or the same symlinks, on merged-/usr systems) of _SYSTEM_DIRS and
+    _ETC_FILES that exist here."""
+    out: list[str] = []
+    for raw in (*_SYSTEM_DIRS, *_ETC_FILES):
+        path = Path(raw)
+        if path.is_symlink():
+            out += ["--symlink", os.readlink(path), raw]
+        elif path.exists():
+            out += ["--ro-bind", raw, raw]
+    return out
+
+
+def _allowed(paths: list[str]) -> list[str]:
+    """`--ro-bind P P` for each path that exists, outermost first, each once."""
     out: list[str] = []
     chosen: list[Path] = []
     for raw in sorted({str(Path(p).resolve()) for p in paths if p}, key=len):
         path = Path(raw)
         if not path.exists() or any(path.is_relative_to(c) for c in chosen):
             continue
-        if any(path.is_relative_to(top) for top in ("/tmp", "/dev", "/proc")):
-            chosen.append(path)
-            out += ["--ro-bind", raw, raw]
-    return out
-
-
-def _mask_checkout(job: Job) -> list[str]:
-    """Hide the checkout being judged and the repository the engine runs from (their corpus
-    labels, ledgers, git directories) behind empty tmpfs mounts, then bind back read-only
-    only what the worker needs from inside them: the engine package, the interpreter's
-    environment, the rulebook and the workloads. A directory holding the home directory is
-    left alone (the interpreter may live there)."""
-    masks: list[Path] = []
-    for raw in sorted({Path(job.root).resolve(), Path(_package_parent()).resolve()},
-                      key=lambda p: len(str(p))):
-        if raw == Path("/") or not raw.is_dir() or raw.is_relative_to("/tmp") or \
-                any(raw.is_relative_to(m) for m in masks) or Path.home().is_relative_to(raw):
-            continue
-        masks.append(raw)
-    if not masks:
-        return []
-    keep = [Path(_package_parent()) / "cakegov", Path(sys.prefix), Path(sys.exec_prefix),
-            Path(job.rules), Path(job.workloads)]
-    out: list[str] = []
-    for mask in masks:
-        out += ["--tmpfs", str(mask)]
-    chosen: list[Path] = []
-    for path in sorted({p.resolve() for p in keep}, key=lambda p: len(str(p))):
-        if not path.exists() or not any(path.is_relative_to(m) for m in masks) or \
-                any(path.is_relative_to(c) for c in chosen):
-            continue
         chosen.append(path)
-        out += ["--ro-bind", str(path), str(path)]
+        out += ["--ro-bind", raw, raw]
     return out
 
 
@@ -413,9 +426,8 @@ def _bwrap_command(exe: str, job: Job, files: list[tuple[str, str]], spec: Path,
               sys.prefix, sys.base_prefix, sys.exec_prefix,
               str(Path(_package_parent()) / "cakegov"),  # the engine, not its repository
               *(str(Path(p).parent) for _, p in files)]
-    cmd = [exe, *_BWRAP_BASE, "--ro-bind", "/", "/", *dev, "--proc", "/proc",
-           "--tmpfs", "/tmp", *_binds(needed), *_mask_checkout(job), "--chdir", "/tmp",
-           "--clearenv"]
+    cmd = [exe, *_BWRAP_BASE, *_system(), "--tmpfs", "/tmp", *dev, "--proc", "/proc",
+           *_allowed(needed), "--chdir", "/tmp", "--clearenv"]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     return [*cmd, "--", sys.executable, "-m", "cakegov.govern.worker", str(spec)]
@@ -492,7 +504,7 @@ class _Attempt:
                 yield "overflow"
                 return
             try:
-                event = json.loads(line)
+                event = _clean(json.loads(line))
             except ValueError:
                 continue
             if isinstance(event, dict):

@@ -78,9 +78,39 @@ class Verdicts:
     generalisation: dict[str, dict[str, Any]] = field(default_factory=dict)
     # case -> why the contained candidate run disagrees with the trusted recomputation
     divergent: dict[str, list[str]] = field(default_factory=dict)
+    # side -> where its worker's description of the rulebook disagrees with the files
+    # (changes.description_problems); the description used is the files'
+    misdescribed: dict[str, list[str]] = field(default_factory=dict)
 
 
 # ---- running -------------------------------------------------------------------------
+
+def _trust_descriptions(setup: Setup, info: dict[str, Any]) -> dict[str, list[str]]:
+    """Replace what each worker said about its rulebook (computed by code that proposed
+    plugins can patch) by what the files say: plugin entries, verifier digest and every
+    rule's literal metadata. Returns, per side, where the two disagreed (a blocker)."""
+    out: dict[str, list[str]] = {}
+    for side in SIDES:
+        claimed = info.get(side)
+        if claimed is None:
+            continue
+        truth = changes.trusted_description(setup.rules[side], setup.hashes[side])
+        if not isinstance(claimed, dict):
+            claimed = {}
+        problems = changes.description_problems(claimed, truth)
+        if problems:
+            out[side] = problems
+        rules = []
+        listed = claimed.get("rules", ())
+        for rule in listed if isinstance(listed, list) else ():
+            literal = truth["rules"].get(str(rule.get("relpath", ""))) \
+                if isinstance(rule, dict) else None
+            if literal is not None:
+                rules.append({**rule, **{k: v for k, v in literal.items() if v is not None}})
+        info[side] = {**claimed, "digest": truth["digest"], "entries": truth["entries"],
+                      "rules": rules}
+    return out
+
 
 def _keys(setup: Setup, side: str, case: Case, workloads: str) -> str:
     return digest_json({"v": 1, "engine": engine_digest(), "plugins": setup.hashes[side],
@@ -89,6 +119,18 @@ def _keys(setup: Setup, side: str, case: Case, workloads: str) -> str:
 
 def _info_key(setup: Setup, side: str) -> str:
     return digest_json({"info": 1, "engine": engine_digest(), "plugins": setup.hashes[side]})
+
+
+def _span_problem(span: Any) -> str | None:
+    """Why a finding's span is not a source range (1-based lines and columns, the end not
+    before the start), or None: such a span would break the SARIF and the line links."""
+    if span is None:
+        return None
+    if span.line < 1 or span.col < 1 or span.end_line < span.line or span.end_col < 1 or (
+            span.end_line == span.line and span.end_col < span.col):
+        return (f"line {span.line}, column {span.col} to line {span.end_line}, column "
+                f"{span.end_col}, which is not a source range")
+    return None
 
 
 def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseRun:
@@ -112,7 +154,13 @@ def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseR
         for f in result.findings:
             engine_input = f.rule == "input" and f.authority == "input" and \
                 f.code.startswith("E")
-            if engine_input or declared.get(f.code) == f.rule:
+            bad_span = _span_problem(f.span)
+            if bad_span is not None:
+                failures.append({"rule": None, "name": f.rule, "file": result.file,
+                                 "kind": "crash", "where": "",
+                                 "message": (f"a finding of {f.code} points at {bad_span}: "
+                                             "dropped")[:500]})
+            elif engine_input or declared.get(f.code) == f.rule:
                 kept.append(f)
             else:
                 failures.append({"rule": None, "name": f.rule, "file": result.file,
@@ -174,6 +222,7 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str,
         raise changes.ProposalInputError(
             f"the base rulebook at {setup.base.ref} does not load with this engine: "
             f"{errors['base']}")
+    misdescribed = _trust_descriptions(setup, info)
     divergent: dict[str, list[str]] = {}
     if need and errors.get("candidate") is None and "candidate" in outputs:
         divergent = _recompute(setup, options, need, outputs["candidate"], runs["candidate"])
@@ -190,7 +239,8 @@ def judge(setup: Setup, options: ProposalOptions, gpu: GpuInfo, run_id: str,
                         failures=failures, quarantined=quarantined, evidence={},
                         cache=cache, workers=workers, cached_runs=cached_runs,
                         containment=next((o.containment for o in outputs.values()
-                                          if o.containment), None), divergent=divergent)
+                                          if o.containment), None), divergent=divergent,
+                        misdescribed=misdescribed)
     if verdicts.candidate_error is None:
         verdicts.generalisation = _generalisation(setup, options, verdicts)
     if verdicts.candidate_error is None:

@@ -190,6 +190,13 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
                                message=f"{c.path}: {c.detail}, with no stated reason: add a "
                                "`Reason:` line to the commit message or an entry naming the "
                                f"file to {changes.CHANGE_NOTES}"))
+    for side, problems in sorted(v.misdescribed.items()):
+        out.append(Blocker(
+            kind="untrusted-description", files=["rules/"],
+            message=f"the {side} rulebook's worker described it unlike its files (the "
+            f"report and the ledger use the files' hashes, versions and names): "
+            + "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more"
+                                         if len(problems) > 5 else "")))
     if v.divergent:
         files = sorted(v.divergent)
         first = "; ".join(v.divergent[files[0]][:3])
