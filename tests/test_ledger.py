@@ -191,6 +191,66 @@ def test_removed_triggers_fail_verification(tmp_path):
     assert result.reason == "append-only triggers removed: records_no_delete"
 
 
+def test_triggers_replaced_by_no_ops_fail_verification(tmp_path):
+    """Same names, bodies that refuse nothing: the append-only guarantee is gone."""
+    path = tmp_path / "l.sqlite"
+    filled(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER records_no_delete")
+    conn.execute("CREATE TRIGGER records_no_delete BEFORE DELETE ON records BEGIN SELECT 1; END")
+    conn.execute("DELETE FROM records WHERE id = 5")
+    conn.commit()
+    conn.close()
+    result = Ledger.open(path).verify()
+    assert not result.ok
+    assert result.reason.startswith("append-only triggers replaced: records_no_delete")
+
+
+def test_a_missing_source_blob_fails_verification(tmp_path):
+    path = tmp_path / "l.sqlite"
+    with Ledger.open(path) as ledger:
+        source = b"schedule source"
+        ledger.append("check", {"source_sha256": blob_sha256(source)}, DIGEST,
+                      blobs={"src": source})
+        assert ledger.verify().ok
+    tamper(path, "DELETE FROM blobs", drop="blobs_no_delete")
+    result = Ledger.open(path).verify()
+    assert not result.ok and "its judged source" in result.reason and "is missing" in \
+        result.reason
+
+
+@pytest.mark.parametrize(("sql", "words"), [
+    ("UPDATE meta SET value = '2' WHERE key = 'schema_version'", "schema version '2'"),
+    ("INSERT INTO records VALUES (6, 'zzz', 'not-a-date', 'd', '{}', 'x', 'y')",
+     "kind 'zzz' or time 'not-a-date'"),
+])
+def test_unknown_schema_or_record_fields_fail_verification(tmp_path, sql, words):
+    path = tmp_path / "l.sqlite"
+    filled(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    result = Ledger(path, sqlite3.connect(path)).verify() if "meta" in sql else \
+        Ledger.open(path).verify()
+    assert not result.ok and words in result.reason
+
+
+def test_a_corrupt_page_fails_verification(tmp_path):
+    """Bytes overwritten inside the file: SQLite's integrity check finds it even where
+    no record's content is touched."""
+    path = tmp_path / "l.sqlite"
+    filled(path, 40).close()
+    data = bytearray(path.read_bytes())
+    data[5000:9000] = b"\xff" * 4000
+    path.write_bytes(bytes(data))
+    try:
+        result = Ledger.open(path).verify()
+    except LedgerError:
+        return  # refused to open: also not "ok"
+    assert not result.ok and "corrupt" in result.reason
+
+
 # -- concurrency, blobs, location ----------------------------------------------------
 
 

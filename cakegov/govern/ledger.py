@@ -330,10 +330,17 @@ class Ledger:
 
     def _verify(self, head: str | None) -> VerifyResult:
         prev_id, prev_hash, count, seen = 0, GENESIS, 0, head is None
+        problem = self._file_problem()
+        if problem is not None:
+            return VerifyResult(False, 0, GENESIS, None, problem)
         rows = self._conn.execute("SELECT id, kind, created_at, verifier_digest, payload, "
                                   "prev_hash, hash FROM records ORDER BY id")
         for rid, kind, created, vdigest, text, prev, stored in rows:
             count += 1
+            if kind not in KINDS or not _is_timestamp(created):
+                return VerifyResult(False, count, prev_hash, rid,
+                                    f"record {rid}: kind {str(kind)[:20]!r} or time "
+                                    f"{str(created)[:40]!r} is not one this ledger writes")
             if rid != prev_id + 1:
                 return VerifyResult(False, count, prev_hash, prev_id + 1,
                                     f"record {prev_id + 1} is missing (deleted); the next "
@@ -355,6 +362,11 @@ class Ledger:
                                     f"record {prev_id}: its hash is not the prev_hash that "
                                     f"record {rid} stores (record {prev_id} was rewritten "
                                     f"with a new hash, or record {rid} was re-linked)")
+            source = payload.get("source_sha256")
+            if isinstance(source, str) and not self.has_blob(source):
+                return VerifyResult(False, count, prev_hash, rid,
+                                    f"record {rid}: its judged source (blob {source[:16]}) "
+                                    "is missing")
             prev_id, prev_hash = rid, stored
             seen = seen or stored == head
         if not seen:
@@ -367,13 +379,54 @@ class Ledger:
             if blob_sha256(bytes(data)) != key:
                 return VerifyResult(False, count, prev_hash, None,
                                     f"blob {key}: content does not match its hash", blobs)
-        names = {r[0] for r in self._conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        missing = [t for t in TRIGGERS if t not in names]
+        have = {name: _normal_sql(sql) for name, sql in self._conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")}
+        missing = [t for t in TRIGGERS if t not in have]
         if missing:
             return VerifyResult(False, count, prev_hash, None,
                                 f"append-only triggers removed: {', '.join(missing)}", blobs)
+        changed = [t for t in TRIGGERS if not _refuses(t, have[t])]
+        if changed:
+            return VerifyResult(False, count, prev_hash, None,
+                                f"append-only triggers replaced: {', '.join(changed)} no "
+                                "longer refuse the change they are named for", blobs)
         return VerifyResult(True, count, prev_hash, None, None, blobs)
+
+    def _file_problem(self) -> str | None:
+        """SQLite's own integrity check, then the schema version."""
+        result = [r[0] for r in self._conn.execute("PRAGMA integrity_check")]
+        if result != ["ok"]:
+            return f"ledger file is corrupt: {'; '.join(map(str, result[:3]))}"
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                 ).fetchone()
+        if row is None or row[0] != SCHEMA_VERSION:
+            return (f"unknown ledger schema version {row[0] if row else None!r} (this "
+                    f"engine writes {SCHEMA_VERSION})")
+        return None
+
+
+def _normal_sql(sql: str | None) -> str:
+    return " ".join((sql or "").replace("IF NOT EXISTS ", "").split())
+
+
+def _refuses(name: str, sql: str) -> bool:
+    """Does trigger `name` (`<table>_no_<update|delete>`) still abort that statement on
+    that table before it runs, whatever its message?"""
+    table, _, event = name.rpartition("_no_")
+    pattern = (rf"CREATE TRIGGER {name} BEFORE {event} ON {table} BEGIN SELECT "
+               r"RAISE ?\( ?ABORT ?, ?'[^']*' ?\) ?; END;?")
+    return re.fullmatch(pattern, sql.replace("( ", "(").replace(" )", ")"),
+                        flags=re.IGNORECASE) is not None
+
+
+def _is_timestamp(text: object) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _record(row: tuple) -> LedgerRecord:
