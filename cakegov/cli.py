@@ -135,10 +135,15 @@ def resolve_workloads(workloads: Path | None) -> Path:
 def load_rulebook(rules: Path | None) -> Rulebook:
     from cakegov.check.rulebook import PluginError, Rulebook
 
+    where = resolve_rules(rules)
     try:
-        return Rulebook.load(resolve_rules(rules))
+        book = Rulebook.load(where)
     except PluginError as exc:
         raise usage_error(f"invalid plugin {exc}") from None
+    if not book.rules and not book.targets:  # `--rules /tmp`: a clean verdict from nothing
+        raise usage_error(f"{where} is not a rulebook: it has no rules (checks/*.py) and no "
+                          "targets (targets/*.toml)")
+    return book
 
 
 def load_wls(workloads: Path | None) -> dict[str, Any]:
@@ -281,6 +286,9 @@ def check(
     if output is not None:
         from cakegov.fsio import atomic_write
 
+        if any(os.path.realpath(output) == os.path.realpath(r.file) for r in results):
+            raise usage_error(f"-o {output} is one of the schedules being checked: the report "
+                              "would replace it")
         try:
             atomic_write(output, text)
         except OSError as exc:
@@ -307,11 +315,13 @@ def _render_check(results: list[FileResult], fmt: Format, book: Rulebook,
         return render_sarif(results, book, root=project_root())
 
     def read(file: str) -> list[str]:
+        from cakegov.check.runner import NotRegular, read_regular
+
         data = sources.get(file)
         if data is None:
             try:
-                data = Path(file).read_bytes()
-            except OSError:
+                data = read_regular(Path(file))  # never a FIFO or a device
+            except (OSError, NotRegular):
                 return []
         return source_lines(data.decode("utf-8", "replace"))
 
@@ -1290,6 +1300,14 @@ def run_argv(argv: list[str], cache_key: str | None = None) -> None:
         raise
     except KeyboardInterrupt:
         sys.exit(130)
+    except OSError as exc:
+        # the file system refused a path the command line named (a name too long, a
+        # permission, a loop of links): the input's problem, said as such
+        name = str(exc.filename) if exc.filename is not None else ""
+        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name)} characters)"
+        err.print(styled(f"error: {exc.strerror or exc}" + (f": {shown}" if shown else ""),
+                         style="bold red"))
+        sys.exit(EXIT_USAGE)
     except Exception as exc:  # last resort: the tool failed, not the input
         import traceback
 

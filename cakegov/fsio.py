@@ -28,12 +28,20 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """Write `data` to `path` through a temporary file and a rename: never half-written.
 
     A new file gets `0o666 & ~umask`, as `open()` would give it (mkstemp's 0o600 is for
-    the temporary name only); a file that already exists keeps its permission bits."""
-    path = Path(path)
+    the temporary name only); a file that already exists keeps its permission bits. A
+    symbolic link is written through (its target is replaced, the link stays), and a path
+    that names a device or a FIFO (`-o /dev/null`) is written to directly: renaming over
+    it would replace the device node with a plain file."""
+    path = Path(os.path.realpath(path))
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        info = path.stat()
     except OSError:
-        mode = 0o666 & ~current_umask()
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        with open(path, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        return
+    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~current_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

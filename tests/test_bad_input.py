@@ -5,6 +5,7 @@ in a schedule is ever executed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -351,3 +352,50 @@ def test_many_copies_into_one_stage_are_bounded_work(checker):
     ctx = checker.context(parse_bytes(source.encode(), checker.vocabulary), "copies.cake")
     assert ctx.protocol.runs
     assert all(len(r.outcome.anomalies) <= MAX_ANOMALIES for r in ctx.protocol.runs)
+
+
+def test_fifo_and_device_links_are_refused_without_reading(tmp_path: Path):
+    """A FIFO (the text report re-read the file and blocked forever) and a link to
+    /dev/zero (an unbounded read, then MemoryError) are E106, exit 2, in every format."""
+    fifo = tmp_path / "fifo.cake"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.cake"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        for fmt in ("text", "json"):
+            result = check_file(path, fmt)
+            assert result.exit_code == 2, (path, fmt, result.output)
+            assert "E106" in result.output and "not a regular file" in result.output
+
+
+def test_output_never_replaces_an_input_and_writes_through_links(tmp_path: Path):
+    good = tmp_path / "good.cake"
+    good.write_text(SCALE, encoding="utf-8")
+    refused = cli("check", str(good), "-o", str(good))
+    assert refused.exit_code == 2 and "one of the schedules being checked" in refused.output
+    assert good.read_text(encoding="utf-8") == SCALE
+    target = tmp_path / "report.txt"
+    link = tmp_path / "report.link"
+    link.symlink_to(target.name)
+    assert cli("check", str(good), "-o", str(link)).exit_code in (0, 1, 3)
+    assert link.is_symlink() and "checked 1 schedule" in target.read_text(encoding="utf-8")
+
+
+def test_a_rules_directory_without_rules_is_a_usage_error(tmp_path: Path):
+    """`--rules /tmp` loaded nothing and called every schedule clean."""
+    good = tmp_path / "good.cake"
+    good.write_text(SCALE, encoding="utf-8")
+    result = CliRunner().invoke(app, ["check", str(good), "--rules", str(tmp_path),
+                                      "--workloads", str(WORKLOADS)])
+    assert result.exit_code == 2 and "is not a rulebook" in result.output
+
+
+def test_a_path_the_file_system_refuses_is_a_usage_error():
+    """A 5,000-character file name (ENAMETOOLONG) is the input's problem: exit 2, the
+    name shortened, no traceback, not an internal error."""
+    proc = subprocess.run([*_console_script(), "check", "--rules", str(RULES), "--workloads",
+                           str(WORKLOADS), "a" * 5000 + ".cake"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "File name too long" in proc.stderr and "(5005 characters)" in proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr

@@ -120,7 +120,9 @@ def plan_file(checker: Checker, data: bytes, file: str, before: FileResult
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` by `data` through a temporary file in its directory and a rename,
-    keeping the file's permission bits."""
+    keeping the file's permission bits; a symbolic link is written through (its target
+    is fixed, the link stays)."""
+    path = Path(os.path.realpath(path))
     mode = stat.S_IMODE(path.stat().st_mode)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".fix")
     try:

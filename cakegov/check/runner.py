@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -36,6 +38,31 @@ def _input_finding(file: str, exc: InputError) -> Finding:
         message=exc.message, file=file, path="source", span=exc.span, hint=exc.hint,
         doc_url=rule_url(exc.code, "input"),
     )
+
+
+class NotRegular(Exception):
+    """A path names a directory, FIFO, socket or device, not a file."""
+
+
+def read_regular(path: Path, limit: int = MAX_SOURCE_BYTES + 1) -> bytes:
+    """At most `limit` bytes of the regular file at `path` (one past the size limit is
+    enough to refuse a schedule). Opened without blocking and checked on the open handle,
+    so a FIFO, a device or a symlink to one (swapped in after any earlier look) is never
+    read: NotRegular."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(str(path))
+        chunks, left = [], limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -79,11 +106,10 @@ class Checker:
                 doc_url=rule_url("E106", "input"),
             ),))
 
-        if path.exists() and not path.is_file():  # a directory, FIFO or device
-            return unreadable("not a regular file")
         try:
-            with path.open("rb") as handle:  # one byte past the limit is enough to refuse
-                data = handle.read(MAX_SOURCE_BYTES + 1)
+            data = read_regular(path)
+        except NotRegular:
+            return unreadable("not a regular file")
         except OSError as exc:
             return unreadable(exc.strerror or str(exc))
         return self.check_bytes(data, file)
