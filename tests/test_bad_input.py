@@ -399,17 +399,3 @@ def test_a_path_the_file_system_refuses_is_a_usage_error():
     assert proc.returncode == 2, proc.stderr
     assert "File name too long" in proc.stderr and "(5005 characters)" in proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-
-
-def test_a_fragment_used_by_another_role_is_a_located_error(tmp_path: Path):
-    """The loader zeroes the math role's accumulator: its own threads' registers, not
-    math's (and the lowered kernel declares `acc` in math's branch only)."""
-    source = edit(GEMM, "    with loader:\n", "    with loader:\n        lm.fill(acc, 0.0)\n")
-    path = tmp_path / "cross_role.cake"
-    path.write_text(source, encoding="utf-8")
-    result = check_file(path)
-    assert result.exit_code == 2
-    assert "error[E103]: fragment `acc` lives in the registers of role `math`; role " \
-           "`loader` cannot read or write it" in result.output
-    line = source.splitlines().index("        lm.fill(acc, 0.0)") + 1
-    assert f"--> {path}:{line}:17" in result.output

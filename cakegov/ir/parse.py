@@ -342,7 +342,6 @@ class _Parser:
         self.launch: Launch | None = None
         self.statements = 0
         self.role_warps = 0  # warps of the role whose body is being parsed
-        self.current_role: str | None = None  # that role's name
         self.in_subset = False  # inside `with lm.warps(...)`
         self.counting: list[str] = []  # counters advanced by the enclosing loops
 
@@ -780,20 +779,6 @@ class _Parser:
                 return decl.alias
         return name
 
-    def own_fragment(self, name: str, node: ast.expr) -> None:
-        """A fragment lives in the registers of the role it was declared for: another
-        role's threads cannot read or write them (the lowered kernel declares it inside
-        that role's branch)."""
-        role = self.current_role
-        decl = next((d for d in self.resources
-                     if isinstance(d, FragmentDecl) and d.name == name), None)
-        if role is None or decl is None or decl.role == role:
-            return
-        self.fail(errors.ARG_TYPE, f"fragment `{name}` lives in the registers of role "
-                  f"`{decl.role}`; role `{role}` cannot read or write it (registers belong "
-                  f"to threads): move this call into `with {decl.role}:`, or declare a "
-                  f"fragment with `role={role}`", node)
-
     def declare_fragment(self, name: str, call: ast.Call, stmt: ast.stmt) -> FragmentDecl:
         a = self.call_args(call, ("dtype", "shape"), ("dtype", "shape", "role"),
                            "`lm.fragment`")
@@ -926,11 +911,7 @@ class _Parser:
         self.role_bodies.add(name)
         role = self.roles[name]
         self.role_warps = role.warp_stop - role.warp_start
-        self.current_role = name
-        try:
-            body = self.block(stmt.body, f"roles.{name}.body")
-        finally:
-            self.current_role = None
+        body = self.block(stmt.body, f"roles.{name}.body")
         self.roles[name] = self.roles[name].model_copy(update={"body": body})
 
     def block(self, stmts: list[ast.stmt], path: str) -> tuple[Stmt, ...]:
@@ -1246,7 +1227,6 @@ class _Parser:
                 self.fail(errors.ARG_TYPE, f"argument `{arg}` of {spelling} takes a whole "
                           "fragment: a sub-tile (`acc[:, a:b]`) is accepted by `lm.store`, "
                           "`lm.elementwise` and `lm.fill` only", node)
-            self.own_fragment(name, node)
             return FragmentRef(span=span, name=name, tile=self.sub_tile(node, name))
         if isinstance(node, ast.Subscript):
             base = node.value
@@ -1273,7 +1253,6 @@ class _Parser:
         if kind == "smem":
             return SmemRef(span=span, name=name, stage=index)
         if kind == "fragment":
-            self.own_fragment(name, node)
             return FragmentRef(span=span, name=name)
         if kind == "tensor":
             return TensorRef(span=span, name=name)
