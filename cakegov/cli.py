@@ -250,6 +250,10 @@ def check(
         raise usage_error("--stdin-filename names the schedule read from `-`; no `-` given")
     if stdin_filename is not None and not stdin_filename.strip():
         raise usage_error("--stdin-filename is empty")
+    if stdin_filename is not None and any(ord(c) < 32 or 127 <= ord(c) < 160
+                                          for c in stdin_filename):
+        raise usage_error("--stdin-filename contains control characters (it is printed "
+                          "in reports and on the terminal)")
     missing = [str(p) for p in paths if p != STDIN_PATH and not p.exists()]
     if missing:
         raise usage_error(f"no such file or directory: {', '.join(missing)}")
@@ -750,15 +754,27 @@ def render_proposal(
     formats = [f.strip() for f in fmt.split(",") if f.strip()]
     if not formats or any(f not in ("md", "html", "sarif") for f in formats):
         raise usage_error("--format takes a comma-separated subset of md, html, sarif")
+    from cakegov.check.runner import NotRegular, read_regular
+    from cakegov.govern.models import consistency_problem
+
     try:
-        if source.stat().st_size > RENDER_INPUT_CAP:
+        raw = read_regular(source, RENDER_INPUT_CAP + 1)  # never a FIFO or a device
+        if len(raw) > RENDER_INPUT_CAP:
             raise usage_error(f"{source}: over {RENDER_INPUT_CAP} bytes; not a proposal "
                               "result")
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = json.loads(raw.decode("utf-8"))
         result = ProposalResult.model_validate(data)
+    except NotRegular:
+        raise usage_error(f"{source}: not a regular file") from None
+    except RecursionError:
+        raise usage_error(f"{source}: not a valid proposal result: nested too deeply"
+                          ) from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         detail = exc.errors()[0] if isinstance(exc, ValidationError) else exc
         raise usage_error(f"{source}: not a valid proposal result: {detail}") from None
+    problem = consistency_problem(result)
+    if problem is not None:
+        raise usage_error(f"{source}: not a valid proposal result: {problem}")
     for path in write_reports(result, report_dir, formats):
         out.print(f"wrote {path}", markup=False)
 

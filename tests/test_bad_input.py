@@ -399,3 +399,12 @@ def test_a_path_the_file_system_refuses_is_a_usage_error():
     assert proc.returncode == 2, proc.stderr
     assert "File name too long" in proc.stderr and "(5005 characters)" in proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_stdin_filename_with_control_characters_is_refused():
+    """The name is printed in the report and on the terminal: an escape sequence there
+    would clear or rewrite the reader's screen."""
+    result = CliRunner().invoke(app, ["check", "-", "--stdin-filename", "evil\x1b[2J.cake",
+                                      "--rules", str(RULES), "--workloads", str(WORKLOADS)],
+                                input=SCALE)
+    assert result.exit_code == 2 and "control characters" in result.output

@@ -7,6 +7,7 @@ page out in a real browser.)"""
 from __future__ import annotations
 
 import json
+import os
 import re
 from html.parser import HTMLParser
 
@@ -259,3 +260,58 @@ def test_truncation_keeps_the_decisive_sections():
     # the newly rejected valid schedules are the last to be cut
     assert "<code>corpus/valid/gemm/valid_0_0.cake</code>" in text
     assert text.count("<details") == text.count("</details>")
+
+
+# ---- render-proposal: an untrusted artifact -------------------------------------------
+
+
+def _rendered(tmp_path, data) -> object:
+    from typer.testing import CliRunner
+
+    from cakegov.cli import app
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    source = tmp_path / "proposal.json"
+    source.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    return CliRunner().invoke(app, ["render-proposal", str(source), "--report-dir",
+                                    str(tmp_path / "out")])
+
+
+def test_render_proposal_refuses_results_propose_rule_cannot_produce(tmp_path):
+    """A verdict that its blockers contradict, another schema version, JSON nested past
+    the parser's recursion limit: exit 2, nothing rendered, never an internal error."""
+    data = json.loads(result("blocked").model_dump_json())
+    assert _rendered(tmp_path, data).exit_code == 0
+    cases = {
+        "blocked, no blockers": {**data, "blockers": [], "exit_code": 0},
+        "eligible with blockers": {**data, "verdict": "eligible", "exit_code": 0},
+        "exit code": {**data, "exit_code": 7},
+        "schema": {**data, "schema_version": 999},
+    }
+    for name, bad in cases.items():
+        run = _rendered(tmp_path / name.replace(" ", "_"), bad)
+        assert run.exit_code == 2, (name, run.output)
+        assert "not a valid proposal result" in run.output
+        assert not (tmp_path / name.replace(" ", "_") / "out").exists()
+    deep = _rendered(tmp_path / "deep", "[" * 100_000)
+    assert deep.exit_code == 2 and "internal error" not in deep.output
+
+
+def test_render_proposal_does_not_read_a_fifo(tmp_path):
+    from typer.testing import CliRunner
+
+    from cakegov.cli import app
+
+    fifo = tmp_path / "proposal.json"
+    os.mkfifo(fifo)
+    run = CliRunner().invoke(app, ["render-proposal", str(fifo)])
+    assert run.exit_code == 2 and "not a regular file" in run.output
+
+
+def test_a_schedule_in_several_sections_is_omitted_once():
+    from cakegov.govern.report import Level, _sections
+
+    res = result("blocked")
+    _, omitted = _sections(res, None, Level(findings=False, evidence=False, max_flips=0))
+    listed = {id(f) for f in res.flips if any(k in f.sections for k, _, _ in SECTIONS)}
+    assert omitted == len(listed) <= len(res.flips)

@@ -423,6 +423,24 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def consistency_problem(result: ProposalResult) -> str | None:
+    """Why a proposal result (an artifact another job wrote) cannot be what propose-rule
+    decided, or None: the schema version must be this engine's, and the verdict and exit
+    code must be the ones `decide` gives for its blockers."""
+    if result.schema_version != SCHEMA_VERSION:
+        return (f"schema version {result.schema_version}; this engine renders version "
+                f"{SCHEMA_VERSION}")
+    if result.verdict == "error":
+        return None
+    expected = decide(result.blockers, "missing" if result.verdict ==
+                      "evidence-unavailable" else None)
+    if (result.verdict, result.exit_code) != expected:
+        return (f"verdict {result.verdict!r} with exit code {result.exit_code} and "
+                f"{len(result.blockers)} blocker(s); propose-rule decides {expected[0]!r} "
+                f"with exit code {expected[1]}")
+    return None
+
+
 def decide(blockers: list[Blocker], evidence_missing: str | None) -> tuple[Verdict, int]:
     """Blocked beats missing evidence beats eligible (the order of `cakegov check`)."""
     if blockers:

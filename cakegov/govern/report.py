@@ -267,7 +267,8 @@ def _sections(result: ProposalResult, root: Path | None, level: Level
     index = {id(f): i for i, f in enumerate(result.flips)}
     first: dict[int, str] = {}
     budget = level.max_flips
-    sections, omitted = [], 0
+    sections: list[dict[str, Any]] = []
+    hidden_flips: set[int] = set()  # a schedule in several sections is counted once
     for kind, title, _ in SECTIONS:
         members = [f for f in result.flips if kind in f.sections]
         entries, hidden = [], 0
@@ -279,17 +280,17 @@ def _sections(result: ProposalResult, root: Path | None, level: Level
                 continue
             if budget is not None and budget <= 0:
                 hidden += 1
+                hidden_flips.add(i)
                 continue
             first[i] = title
             if budget is not None:
                 budget -= 1
             entries.append({"ref": False, **_flip_view(flip, root, level, cache, base,
                                                        f"flip-{i + 1}")})
-        omitted += hidden
         sections.append({"kind": kind, "title": title, "count": len(members),
                          "entries": entries, "hidden": hidden, "anchor": kind.replace("_", "-"),
                          "open": kind in OPEN_SECTIONS})
-    return sections, omitted
+    return sections, len(hidden_flips)
 
 
 def _ms(value: float) -> str:
