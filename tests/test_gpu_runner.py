@@ -518,12 +518,14 @@ def test_kmeans_labels_pass_and_a_wrong_label_fails(rulebook, workloads, tmp_pat
     assert "all 1000 labels right" in ok.results[0].comparisons[0].reason
 
     def off_by_one(workload, ins, outs, sizes):
+        # every label one centroid off: the inputs are drawn afresh each run, and a single
+        # changed row can land on a near-tie the comparison rightly accepts
         reference_kernel(workload, ins, outs, sizes)
-        outs["labels"][5] = (outs["labels"][5] + 1) % sizes["K"]
+        outs["labels"][:] = (outs["labels"] + 1) % sizes["K"]
 
     bad = run_fake(rulebook, workloads, KMEANS, tmp_path,
                    FakeDevice("kmeans_assign", off_by_one), shapes=shapes)
-    assert bad.exit_code == 1 and "first row 5" in bad.lines[1]
+    assert bad.exit_code == 1 and "first row" in bad.lines[1]
 
 
 def test_a_hung_kernel_stops_the_run(rulebook, workloads, tmp_path):
