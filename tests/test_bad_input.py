@@ -333,6 +333,7 @@ def test_utf8_byte_order_mark_is_accepted(checker):
     assert (a.code, a.span) == (b.code, b.span)
 
 
+@pytest.mark.slow
 def test_many_copies_into_one_stage_are_bounded_work(checker):
     """Forty bulk copies into one stage per iteration: ~1,800 pairwise races. One
     execution records at most MAX_ANOMALIES of them, and the repair search stops at its

@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 from cakegov.check.runner import expand_paths
 from cakegov.corpus.labels import blind
 from tests.conftest import CORPUS
+from tests.tiers import corpus_params
 
 CASES = [p for p in expand_paths([CORPUS]) if "workloads" not in p.parts]
 
 
-@pytest.mark.parametrize("path", CASES[::7], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", corpus_params(CASES[::7]), ids=lambda p: p.stem)
 def test_a_blinded_case_is_judged_like_the_original(checker, path):
     text = path.read_text(encoding="utf-8")
     blinded = blind(text)

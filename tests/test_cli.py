@@ -25,6 +25,7 @@ from cakegov.govern.inputs import _unproposed
 from cakegov.govern.models import ProposedFile
 
 from .conftest import CORPUS, ROOT, RULES, WORKLOADS
+from .profiles import examples
 
 VALID = CORPUS / "valid" / "scale" / "ring_1stage.cake"
 PROPOSAL = ROOT / "examples" / "proposals" / "fragment-owner.py"
@@ -63,7 +64,7 @@ def test_known_select_runs_that_rule_only():
     assert result.exit_code == 0, result.output
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.sampled_from(RULE_KEYS), min_size=1, max_size=6),
        st.lists(st.booleans(), min_size=6, max_size=6),
        st.integers(min_value=1, max_value=3))
@@ -76,7 +77,7 @@ def test_selection_resolves_exactly_the_named_rules(picked, by_name, per_value):
     assert codes == {code for code, _ in picked}
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_characters=","), min_size=1,
                max_size=20))
 def test_a_selector_no_rule_has_is_reported(selector):
@@ -133,7 +134,7 @@ def test_dash_twice_is_a_usage_error():
 _CHECKER = Checker(BOOK, load_workloads(WORKLOADS))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(st.binary(max_size=300),
                  st.integers(min_value=0, max_value=len(VALID.read_bytes())).map(
                      lambda n: VALID.read_bytes()[:n])))

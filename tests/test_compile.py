@@ -27,6 +27,7 @@ from cakegov.ir.parse import parse_bytes
 from cakegov.lower.build import lower_checked
 from cakegov.lower.emit import emit_cuda
 from tests.conftest import CORPUS, ROOT
+from tests.tiers import corpus_params
 
 VALID = sorted((CORPUS / "valid").rglob("*.cake"))
 WS = CORPUS / "valid/gemm/ws_pipeline_s4.cake"
@@ -200,7 +201,7 @@ def test_registers_over_the_launch(ws):
 # ---- real compilation ------------------------------------------------------------------
 
 @needs_nvrtc
-@pytest.mark.parametrize("path", VALID, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", corpus_params(VALID), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_valid_schedule_compiles_for_sm90a(path, rulebook, workloads, checker):
     schedule = parse_bytes(path.read_bytes(), checker.vocabulary)
     kernel = lower_checked(schedule, rulebook, workloads[schedule.workload], str(path))

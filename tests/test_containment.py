@@ -202,6 +202,7 @@ def test_plugin_cannot_raise_its_memory_limit(project, mode):
     assert [(f["rule"], f["kind"]) for f in failures] == [("T952", "memory")], failures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("where", ["stdout", "protocol"])
 def test_flood_of_output_is_a_failure_and_stays_bounded(project, mode, where):
@@ -271,6 +272,7 @@ def gate_project(template, tmp_path, monkeypatch) -> Path:  # noqa: F811
     return root
 
 
+@pytest.mark.slow
 def test_propose_rule_reports_the_containment(gate_project):
     _, data, md = propose(EXAMPLE, "--no-record", "--no-cache", "--corpus",
                              "corpus/invalid/scale")

@@ -9,8 +9,19 @@ import pytest
 from cakegov.corpus.labels import read_label_file
 
 from .conftest import CORPUS, ROOT
+from .tiers import corpus_params, label_subset
 
 SCHEDULES = sorted(CORPUS.rglob("*.cake"))
+QUICK = label_subset(SCHEDULES)
+
+
+def test_the_quick_tier_exercises_every_rule_of_the_rulebook(rulebook):
+    """Every rule's code is labelled somewhere in the quick subset, and the subset holds
+    valid and invalid schedules."""
+    quick_codes = set().union(*(read_label_file(p).codes for p in QUICK))
+    assert {r.code for r in rulebook.rules} <= quick_codes
+    assert any(p.relative_to(CORPUS).parts[0] == "valid" for p in QUICK)
+    assert any(p.relative_to(CORPUS).parts[0] == "invalid" for p in QUICK)
 
 
 def test_corpus_is_not_empty():
@@ -19,7 +30,8 @@ def test_corpus_is_not_empty():
     assert len(SCHEDULES) > len(valid)
 
 
-@pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus_params(SCHEDULES, QUICK),
+                         ids=lambda p: str(p.relative_to(CORPUS)))
 def test_corpus_file_matches_labels(path: Path, checker):
     labels = read_label_file(path)
     result = checker.check_path(path)

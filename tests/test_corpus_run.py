@@ -6,6 +6,7 @@ import ast
 import json
 import shutil
 
+import pytest
 from typer.testing import CliRunner
 
 from cakegov.cli import app
@@ -85,6 +86,7 @@ def test_interleave_undoes_the_parts_in_order():
         assert _interleave([shard_of(things, (p, jobs)) for p in range(1, jobs + 1)]) == things
 
 
+@pytest.mark.slow
 def test_worker_processes_give_what_one_process_gives(rulebook, workloads):
     """`--jobs`: items and mutants of a shard, in the same order with the same results,
     from 3 worker processes as from this one (a merge that drops, repeats or reorders
@@ -137,6 +139,7 @@ def test_cli_usage_errors_exit_2():
     assert r.exit_code == 2 and "false positive" in r.stderr
 
 
+@pytest.mark.slow
 def test_corpus_run_shard_passes_and_reports_json():
     r = CliRunner().invoke(app, ["corpus", "run", "--shard", "1/12", "--format", "json",
                                  "-q"])

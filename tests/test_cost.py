@@ -27,6 +27,8 @@ from cakegov.cost.model import Overrides, predict
 from cakegov.cost.params import CostParamError, params_for, parse_params
 from cakegov.cost.profile import conflict_degree
 
+from .profiles import examples
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -133,7 +135,7 @@ def _price(rel: str, shape: dict, ov: Overrides | None = None, **values: float):
     return predict(profile_of(c, shape, _book()), p, p.device(), ov or Overrides())
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(m=st.integers(1, 64), n=st.integers(1, 64), k=st.integers(1, 64),
        eff=st.floats(0.05, 1.0), lat=st.floats(1.0, 5000.0))
 def test_no_prediction_beats_the_speed_of_light(m, n, k, eff, lat):
@@ -142,7 +144,7 @@ def test_no_prediction_beats_the_speed_of_light(m, n, k, eff, lat):
     assert e.time_ns >= e.sol_ns > 0
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(m=st.integers(1, 512), n=st.integers(1, 64), grow=st.integers(1, 64))
 def test_more_bytes_never_predicts_faster(m, n, grow):
     small = _price(SCALE, {"M": 32 * m, "N": 4 * n})

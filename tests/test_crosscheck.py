@@ -12,17 +12,17 @@ import pytest
 from typer.testing import CliRunner
 
 from cakegov.cli import app
-from cakegov.sim.crosscheck import crosscheck, defect_class, render_markdown, summary
+from cakegov.sim.crosscheck import defect_class, render_markdown, summary
 
 from .conftest import CORPUS, RULES, WORKLOADS
 
 
 @pytest.fixture(scope="module")
-def rows(rulebook, workloads):
-    return crosscheck([CORPUS / "valid", CORPUS / "invalid"], rulebook, workloads,
-                      root=CORPUS.parent)
+def rows(crosscheck_rows):
+    return crosscheck_rows([CORPUS / "valid", CORPUS / "invalid"])
 
 
+@pytest.mark.slow
 def test_every_valid_schedule_matches_and_every_dynamic_defect_is_reproduced(rows):
     s = summary(rows)
     assert s["valid"] >= 20 and s["dynamic"] >= 50
@@ -35,6 +35,7 @@ def test_every_valid_schedule_matches_and_every_dynamic_defect_is_reproduced(row
     assert s["disagreements"] == []
 
 
+@pytest.mark.slow
 def test_valid_runs_cover_three_seeds_and_two_shapes(rows, rulebook, workloads):
     from cakegov.sim.evidence import simulate_evidence
 
@@ -59,11 +60,13 @@ def test_classes():
     assert defect_class(False, ("P003", "H002")) == "dynamic"
 
 
+@pytest.mark.slow
 def test_markdown_table_lists_every_case(rows):
     text = render_markdown(rows)
     assert text.count("\n| `corpus/") == len(rows)
 
 
+@pytest.mark.slow
 def test_cli_json_on_a_directory():
     result = CliRunner().invoke(app, ["corpus", "crosscheck", str(CORPUS / "valid" / "scale"),
                                       "--format", "json", "--seeds", "3", "--rules",

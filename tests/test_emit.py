@@ -19,6 +19,7 @@ from cakegov.lower.cexpr import cexpr
 from cakegov.lower.emit import TEMPLATES, EmitError, emit_cuda
 from cakegov.lower.kernel import LCompute, LFor, LoweredKernel
 from tests.conftest import CORPUS, RULES
+from tests.tiers import corpus_params
 
 VALID = sorted((CORPUS / "valid").rglob("*.cake"))
 WS = CORPUS / "valid/gemm/ws_pipeline_s4.cake"
@@ -47,7 +48,7 @@ def emit(rulebook):
     return run
 
 
-@pytest.mark.parametrize("path", VALID, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", corpus_params(VALID), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_emission_is_byte_identical(path, kernel_of, emit, rulebook):
     one = emit(kernel_of(path)).source
     # a fresh rulebook and a fresh lowering give the same bytes

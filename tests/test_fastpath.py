@@ -37,6 +37,7 @@ from cakegov.sim.ops import _descriptor_addresses
 from cakegov.sim.run import Options, simulate_run
 from cakegov.sim.state import CORRECT
 from tests.conftest import CORPUS
+from tests.tiers import corpus_params
 
 WGMMA = CORPUS / "valid/gemm/wgmma_trailing_release_s4.cake"
 FAST = CORPUS / "valid/gemm/fast_ws_128x256_s4.cake"
@@ -407,7 +408,7 @@ def test_lbuffer_without_a_swizzle_is_row_major():
     assert buf.tile() is None and buf.element_offset(2, 3) == (2 * 8 + 3) * 4
 
 
-@pytest.mark.parametrize("path", sorted((CORPUS / "valid").rglob("*.cake")),
+@pytest.mark.parametrize("path", corpus_params(sorted((CORPUS / "valid").rglob("*.cake"))),
                          ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_valid_tensor_map_encodes_at_every_shape_it_runs(path, lowered, workloads,
                                                                checker):

@@ -24,6 +24,7 @@ from cakegov.cli import app
 from cakegov.ir.nodes import Span
 
 from .conftest import CORPUS, RULES, WORKLOADS
+from .profiles import examples
 
 SCHEDULES = sorted(CORPUS.rglob("*.cake"))
 PARITY = CORPUS / "invalid" / "gemm" / "consumer_parity_inverted.cake"
@@ -89,14 +90,14 @@ def as_edits(source: str, edits: list[tuple[int, int, str]]) -> list[Edit]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(source_and_edits())
 def test_edits_apply_like_the_reference(case):
     source, edits = case
     assert apply_edits(source, as_edits(source, edits)) == reference_apply(source, edits)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(alphabet="ab\n", min_size=2, max_size=30), st.data())
 def test_overlapping_edits_are_refused(source, data):
     n = len(source)
@@ -122,6 +123,7 @@ def corpus_results(checker):
     return {p: checker.check_path(p) for p in SCHEDULES}
 
 
+@pytest.mark.slow
 def test_every_machine_fix_removes_its_finding_and_brings_none(checker, corpus_results):
     """Apply each `machine` fix of every corpus schedule on its own and re-check: its
     finding is gone and no finding appears that the schedule did not have."""
@@ -141,10 +143,10 @@ def test_every_machine_fix_removes_its_finding_and_brings_none(checker, corpus_r
     assert with_fix >= 50 and applied >= with_fix  # 51 findings, 51 fixes today
 
 
-def test_machine_fixes_are_written_in_the_schedules_names(corpus_results):
+def test_machine_fixes_are_written_in_the_schedules_names(checker):
     """A fix that sets a parity reuses the barrier index the source writes (`S`), and
     the prose says what the source says."""
-    f, = corpus_results[PARITY].findings
+    f, = checker.check_path(PARITY).findings
     assert f.fixes[0].edits[0].text == "(k // S) % 2"
     assert "parity=(k // S + 1) % 2" in f.message and "// 2" not in f.message
     assert f.hint == "use `parity=(k // S) % 2`"
@@ -211,8 +213,8 @@ def test_overlapping_fixes_are_not_applied_together(checker):
 # ---- renderers -----------------------------------------------------------------------------
 
 
-def test_text_shows_each_edit_as_the_source_reads(corpus_results):
-    f, = corpus_results[PARITY].findings
+def test_text_shows_each_edit_as_the_source_reads(checker):
+    f, = checker.check_path(PARITY).findings
     lines = PARITY.read_text().splitlines()
     text = render_finding(f, lines)
     assert "   = fix (machine): use the opposite parity" in text
@@ -223,6 +225,7 @@ def test_text_shows_each_edit_as_the_source_reads(corpus_results):
     assert edit_text(delete, ["a = 1", "b"]) == "1:1: delete `a = 1\\n`"
 
 
+@pytest.mark.slow
 def test_sarif_fixes_replay_to_the_same_text(rulebook, corpus_results):
     """The SARIF replacements of every corpus fix, applied by SARIF's own rules (regions
     of lines and columns, deleted then inserted), give the text apply_edits gives."""

@@ -22,8 +22,9 @@ from cakegov.cli import app
 from cakegov.ir.parse import source_lines
 
 from .conftest import CORPUS, RULES, WORKLOADS
+from .profiles import examples
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES") or examples(200))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SOURCES = {p.relative_to(CORPUS).as_posix(): p.read_bytes()
@@ -247,7 +248,7 @@ def test_grammar_reaches_past_the_front_end(checker):
     """The grammar is not all noise: some of its schedules parse (are checked by rules)."""
     parsed = 0
 
-    @settings(max_examples=50, deadline=None, derandomize=True, database=None,
+    @settings(max_examples=examples(50), deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(text=grammar_schedules())
     def run(text: str) -> None:
@@ -261,7 +262,7 @@ def test_grammar_reaches_past_the_front_end(checker):
 # ---- a handful through the command line ------------------------------------------------------
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(12), deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(name=st.sampled_from(sorted(SOURCES)), edits=st.lists(_byte_edit, min_size=1,
                                                                max_size=4),
@@ -356,7 +357,7 @@ def structured_schedules(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=max(40, EXAMPLES // 4), deadline=None, derandomize=True,
+@settings(max_examples=max(examples(40), EXAMPLES // 4), deadline=None, derandomize=True,
           database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=structured_schedules())
 def test_structured_schedules_are_checked_within_bounds(checker, text: str):

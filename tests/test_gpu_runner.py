@@ -384,6 +384,7 @@ def test_launch_config_evaluates_the_grid_with_the_sizes(rulebook, workloads):
 # ---- `cakegov run` on a fake device --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_correct_kernel_passes_and_records_every_shape(rulebook, workloads, tmp_path):
     device = FakeDevice("scale")
     outcome = run_fake(rulebook, workloads, SCALE, tmp_path, device, repeat=20)

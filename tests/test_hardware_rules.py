@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import CORPUS
+from .tiers import corpus_params
 
 GEMM_RAW = CORPUS / "valid" / "gemm" / "raw_barriers_s2.cake"
 GEMM_WS = CORPUS / "valid" / "gemm" / "ws_pipeline_s4.cake"
@@ -41,7 +42,7 @@ def line_of(text, needle):
     return lines[0]
 
 
-@pytest.mark.parametrize("path", sorted((CORPUS / "valid").rglob("*.cake")),
+@pytest.mark.parametrize("path", corpus_params(sorted((CORPUS / "valid").rglob("*.cake"))),
                          ids=lambda p: p.stem)
 @pytest.mark.parametrize("code", ["H001", "H002", "H003", "H004", "H005", "H006", "H008",
                                   "N001", "N002"])

@@ -262,6 +262,7 @@ def _writer(path: str, worker: int, count: int, start) -> None:
                           blobs={"x": f"{worker}:{n}".encode()})
 
 
+@pytest.mark.slow
 def test_concurrent_writers_keep_the_chain_intact(tmp_path):
     path = tmp_path / "shared" / "ledger.sqlite"
     workers, per_worker = 4, 25
@@ -426,6 +427,7 @@ def _replay(ledger: Path, rules: Path, ref: str, *extra: str):
                str(rules), "--workloads", str(WORKLOADS), *extra)
 
 
+@pytest.mark.slow
 def test_replay_lists_changed_verdicts_and_why(tmp_path, history):
     repo, rules = history
     path = tmp_path / "l.sqlite"

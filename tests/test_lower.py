@@ -26,6 +26,7 @@ from cakegov.lower.kernel import (
 from cakegov.lower.layout import MBARRIER_BYTES, smem_layout
 from cakegov.lower.text import lowered_text
 from tests.conftest import CORPUS, ROOT
+from tests.tiers import corpus_params
 
 VALID = sorted((CORPUS / "valid").rglob("*.cake"))
 WS = CORPUS / "valid/gemm/ws_pipeline_s4.cake"
@@ -71,7 +72,7 @@ def at(expr, k):
     return evaluate(expr, Env(vars={"k": k, "t": k}))
 
 
-@pytest.mark.parametrize("path", VALID, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", corpus_params(VALID), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_valid_schedule_lowers_deterministically(path, rulebook, workloads, checker):
     schedule = parse_bytes(path.read_bytes(), checker.vocabulary)
     wl = workloads[schedule.workload]

@@ -18,6 +18,7 @@ from cakegov.corpus.suite import Entry, SuiteError, load, plan, regenerate, rend
 from cakegov.lower.kernel import LRole
 
 from .conftest import CORPUS
+from .profiles import examples
 
 RAW = CORPUS / "valid" / "gemm" / "raw_barriers_s2.cake"
 VALID = sorted((CORPUS / "valid").rglob("*.cake"))
@@ -35,6 +36,7 @@ def test_every_operator_finds_its_sites_in_a_raw_barrier_gemm(op):
     assert _sites(RAW, op), f"{op} found no site in {RAW.name}"
 
 
+@pytest.mark.slow
 def test_operators_over_the_valid_corpus_each_fire_somewhere():
     fired = {op for path in VALID for op in mutate.OPERATORS if _sites(path, op)}
     assert fired == set(mutate.OPERATORS)
@@ -88,7 +90,7 @@ def test_sites_are_deterministic_and_mutant_at_finds_each_again():
     assert mutate.mutant_at(text, "x", "drop-wait", 999) is None
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(VALID), st.sampled_from(sorted(mutate.OPERATORS)), st.integers(0, 50))
 def test_any_mutant_is_python_and_keeps_every_line_but_what_it_adds(path, op, index):
     text = path.read_text(encoding="utf-8")
@@ -102,7 +104,7 @@ def test_any_mutant_is_python_and_keeps_every_line_but_what_it_adds(path, op, in
 
 
 @given(st.text(max_size=200))
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_arbitrary_text_is_a_mutate_error_or_some_sites(text):
     try:
         src = mutate.Source(text)
@@ -144,6 +146,7 @@ def test_register_budgets_beyond_the_pool_deadlock_at_setmaxnreg():
     assert found is not None and found.kind == "deadlock" and "72704" in found.detail
 
 
+@pytest.mark.slow
 def test_the_oracle_labels_by_dynamic_outcome(rulebook, workloads):
     text = RAW.read_text(encoding="utf-8")
 

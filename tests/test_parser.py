@@ -15,6 +15,7 @@ from cakegov.ir.errors import InputError
 from cakegov.ir.nodes import Call, For, Schedule
 from cakegov.ir.parse import Vocabulary, parse_bytes, parse_source, source_lines
 
+from .profiles import examples
 from .samples import GEMM, RAW, SCALE
 
 
@@ -288,7 +289,7 @@ def with_comments(text: str, where: list[int], inline: list[bool]) -> str:
     return "\n".join(out) + "\n"
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(60), deadline=None, derandomize=True, database=None)
 @given(p=params, where=st.lists(st.integers(0, 30), max_size=8),
        inline=st.lists(st.booleans(), min_size=1, max_size=5))
 def test_generated_schedules_parse_and_keep_identity_under_comments(vocab, p, where, inline):
@@ -301,7 +302,7 @@ def test_generated_schedules_parse_and_keep_identity_under_comments(vocab, p, wh
     assert sha(with_comments(text, where, inline), vocab) == schedule_sha256(schedule)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(40), deadline=None, derandomize=True, database=None)
 @given(a=params, b=params)
 def test_generated_identity_separates_different_parameters(vocab, a, b):
     assert (sha(render(a), vocab) == sha(render(b), vocab)) == (a == b)

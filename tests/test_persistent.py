@@ -200,11 +200,13 @@ def test_counters_turn_the_window_off(rulebook, workloads):
     assert plan(kernel, {"N": 65536, "K": 16, "D": 64}, (0, 0, 0)) == {}
 
 
+@pytest.mark.slow
 def test_the_persistent_cluster_point_has_a_verdict(checker):
     result = _check(checker, COOP.read_text())
     assert result.verdict == "clean" and not result.incomplete_reasons
 
 
+@pytest.mark.slow
 def test_a_restarted_phase_is_a_defect_only_where_the_phases_disagree(checker):
     """Witness or nothing: with 8 K blocks on a 4-stage ring a restarted position lands on
     the phase the carried one would (two phases per tile), so the schedule is clean."""
@@ -280,6 +282,7 @@ def test_the_sample_holds_every_class(rulebook, workloads):
     assert all(c in sample for c in classes)
 
 
+@pytest.mark.slow
 def test_the_simulator_carries_counters_and_finds_the_restart(rulebook, workloads):
     kernel, workload = _kernel(rulebook, workloads, COOP.read_text())
     assert cross_cta(kernel) and members(kernel, (3, 0, 0)) == [(2, 0, 0), (3, 0, 0)]
@@ -344,6 +347,7 @@ def closed_form(lm, A, B, C):
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pos", "clean"), [("i * KT + k", True), ("i * 2 + k", False)])
 def test_the_window_agrees_with_full_unrolling_on_cta_dependent_loops(checker, pos, clean):
     """Splicing happens per CTA on the K loops of a tile loop whose trip count depends on

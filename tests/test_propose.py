@@ -167,6 +167,7 @@ def test_good_rule_is_eligible_and_recorded(eligible, monkeypatch):
     assert first.deterministic_json() == second.deterministic_json()
 
 
+@pytest.mark.slow
 def test_rule_rejecting_a_valid_schedule_is_blocked(project, tmp_path):
     path = rule_file(tmp_path / "no-elementwise.py", "T901", "no-elementwise", """\
         for site in ctx.calls("elementwise"):
@@ -185,6 +186,7 @@ def test_rule_rejecting_a_valid_schedule_is_blocked(project, tmp_path):
     assert motivating and "smem_over_capacity.cake (not caught" in motivating[0]["message"]
 
 
+@pytest.mark.slow
 def test_removing_a_rule_loses_its_catches(project):
     (project / "rules" / "checks" / "smem-capacity.py").unlink()
     code, data, md = propose("--no-record")
@@ -209,6 +211,7 @@ def _relabel(project: Path) -> None:
     path.write_text(text.replace("# expect: R005", "# expect: R005, R006"))
 
 
+@pytest.mark.slow
 def test_label_change_without_reason_is_blocked(project):
     _relabel(project)
     code, data, md = propose("--no-record", "--corpus", "corpus/invalid/scale")
@@ -221,6 +224,7 @@ def test_label_change_without_reason_is_blocked(project):
     assert "no stated reason" in md and RELABELLED in md
 
 
+@pytest.mark.slow
 def test_label_change_with_a_reason_is_not_blocked_for_it(project):
     repo = git.Repo(project)
     base = repo.head.commit.hexsha
@@ -256,6 +260,7 @@ def test_change_note_file_is_a_reason(project):
     assert change["reason"].startswith("corpus/CHANGES.md: - invalid/scale/threads_over_limit")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, body, extra", [
     ("hang", "while True:\n    pass\nyield from ()\n", ["--time-limit", "1"]),
     ("hang", "while True:\n    try:\n        time.sleep(0.05)\n    except BaseException:\n"
@@ -279,6 +284,7 @@ def test_misbehaving_rule_blocks_without_crashing_the_tool(project, tmp_path, ki
     assert failure["side"] == "candidate" and failure["file"] in blockers[0]["files"]
 
 
+@pytest.mark.slow
 def test_candidate_that_does_not_load_is_blocked(project, tmp_path):
     path = rule_file(tmp_path / "wrong-name.py", "T904", "not-the-file-name", "yield from ()\n",
                      motivated_by=(MOTIVATING,))
@@ -292,6 +298,7 @@ def test_candidate_that_does_not_load_is_blocked(project, tmp_path):
     assert data["flips"] == []
 
 
+@pytest.mark.slow
 def test_gpu_require_without_a_device_exits_3(project, monkeypatch):
     from cakegov.gpu import device
 
@@ -308,6 +315,7 @@ def test_gpu_require_without_a_device_exits_3(project, monkeypatch):
     assert data["flips"][0]["evidence"]["gpu"]["status"] == "not measured"
 
 
+@pytest.mark.slow
 def test_primitive_change_needs_a_version_bump(project):
     path = project / "rules" / "primitives" / "fill.py"
     path.write_text(path.read_text() + "\n# a comment changes the content\n")
@@ -320,6 +328,7 @@ def test_primitive_change_needs_a_version_bump(project):
     assert data["corpus"]["invalid"] == 0 and data["corpus"]["dirs"] == ["corpus/valid/scale"]
 
 
+@pytest.mark.slow
 def test_cost_parameters_are_placed_and_judged(project, tmp_path):
     path = tmp_path / "sm_90a.toml"
     text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
@@ -335,6 +344,7 @@ def test_cost_parameters_are_placed_and_judged(project, tmp_path):
     assert any("speed-of-light" in n and "no measurement records" in n for n in data["notes"])
 
 
+@pytest.mark.slow
 def test_cost_parameters_are_judged_in_a_contained_worker(project, tmp_path, monkeypatch):
     """Judging a cost-parameter file lowers the valid corpus, which imports the workload
     files (code from the checkout): the parent never does; it gets the judgement as data.
@@ -471,6 +481,7 @@ yield ctx.finding(None, f"saw file={name} labels={'# expect' in src} "
 '''
 
 
+@pytest.mark.slow
 def test_labels_and_file_names_never_reach_plugin_code(project, tmp_path):
     """The measured attack: a rule that reads the `# expect:` labels of the file it is
     given (through the context, the raw source or the path) and fires only where its own
@@ -493,6 +504,7 @@ yield ctx.finding(None, evil, hint=evil)
 '''
 
 
+@pytest.mark.slow
 def test_plugin_strings_cannot_forge_markdown_structure(project, tmp_path):
     """The measured attack: a finding message that closes the code fence and `</details>`
     and writes a second marker and an 'Eligible' heading into proposal.md."""
@@ -520,6 +532,7 @@ def test_plugin_strings_cannot_forge_markdown_structure(project, tmp_path):
     assert "Eligible for merge" not in md.split("\n", 2)[1]
 
 
+@pytest.mark.slow
 def test_a_stale_lock_blocks_even_with_the_version_bumped_in_the_lock_only(project):
     """A rule changed in the working tree while its VERSION stays: the candidate's lock
     no longer describes the file. Bumping only the lock's entry does not help either."""
@@ -536,6 +549,7 @@ def test_a_stale_lock_blocks_even_with_the_version_bumped_in_the_lock_only(proje
     assert "rulebook.lock does not describe its plugins" in md
 
 
+@pytest.mark.slow
 def test_a_defused_case_and_a_new_valid_file_are_contract_changes(project):
     """The measured attack: the body of a labelled invalid case changed so it is no longer
     defective (label line kept), plus a new valid corpus file. Both are listed with their
@@ -595,6 +609,7 @@ yield Finding(code="Z999", rule="nobody", severity="blocking", authority="legali
 '''
 
 
+@pytest.mark.slow
 def test_a_finding_may_only_carry_a_code_its_rulebook_declares(project, tmp_path):
     """A proposed plugin that yields findings in another rule's name (R001) or with a code
     no plugin declares: the worker drops them as spoken in another rule's name, and the
@@ -612,6 +627,7 @@ def test_a_finding_may_only_carry_a_code_its_rulebook_declares(project, tmp_path
     assert "a code nobody declares" not in messages
 
 
+@pytest.mark.slow
 def test_a_defused_case_whose_rule_is_deleted_is_a_lost_catch(project):
     """Defuse a labelled invalid case in place (label kept), delete the rule that caught
     it: the case is also judged in its base form, where the candidate now misses it."""
@@ -634,6 +650,7 @@ if ctx.schedule.name == "scale_handoff_foreign_fragment":  # overfit: the file, 
 '''
 
 
+@pytest.mark.slow
 def test_a_catch_that_does_not_survive_renaming_is_blocked(project, tmp_path, eligible):
     """A rule that recognises the caught file (here by its function name) instead of the
     defect misses the renamed variants (it still fires on the reordered one, which keeps
@@ -676,6 +693,7 @@ if schedule_sha256(ctx.schedule) == "{sha}":  # overfit: the caught schedule its
 '''
 
 
+@pytest.mark.slow
 def test_a_catch_keyed_on_the_schedule_hash_fires_on_no_variant(project, tmp_path):
     path = rule_file(tmp_path / "fragment-owner.py", "R020", "fragment-owner",
                      HASH_MATCHER.format(sha=_blind_sha256(project / MOTIVATING)),
@@ -705,6 +723,7 @@ for site in ctx.calls("mbarrier_wait"):
 '''
 
 
+@pytest.mark.slow
 def test_a_rule_that_fires_on_the_trusted_fix_too_is_blocked(project, tmp_path):
     """The base rejects the case and its P005 fix (parity 1 -> 0) makes the base accept
     it: a new rule that still fires on the fixed schedule does not recognise the defect;

@@ -17,6 +17,7 @@ from cakegov.check.repair import apply_edits
 from cakegov.ir.parse import parse_bytes
 
 from .conftest import CORPUS, ROOT
+from .tiers import corpus_params
 
 SCHEDULES = sorted(CORPUS.rglob("*.cake"))
 INVALID = [p for p in SCHEDULES if "invalid" in p.parts]
@@ -36,6 +37,7 @@ def test_bounds_are_counts_never_time():
     assert set(kinds) == {"max_events", "max_confirm_events", "max_runs", "window", "max_orders"}
 
 
+@pytest.mark.slow
 def test_every_blocking_protocol_finding_has_a_witness(checker):
     """Acceptance: in --format json, every blocking P finding carries its witness."""
     results = checker.check_paths(SCHEDULES)
@@ -50,7 +52,7 @@ def test_every_blocking_protocol_finding_has_a_witness(checker):
     assert seen >= 40
 
 
-@pytest.mark.parametrize("path", INVALID, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus_params(INVALID), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_every_machine_fix_removes_its_finding_and_adds_none(checker, path: Path):
     """Re-check every hint: the corpus case with its fix applied no longer has the
     finding, and nothing new appears."""
@@ -68,7 +70,7 @@ def test_every_machine_fix_removes_its_finding_and_adds_none(checker, path: Path
                                   [(f.code, f.message) for f in blocking])
 
 
-@pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus_params(SCHEDULES), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_the_window_changes_no_anomaly(checker, path: Path):
     """Splicing whole periods out of long loops finds what unrolling every iteration
     finds (on the corpus and its check shapes)."""
@@ -93,7 +95,9 @@ def test_long_loops_are_spliced_and_time_does_not_follow_the_trip_count(checker)
     assert run.program.trip_counts and max(run.program.trip_counts.values()) == 4096
 
 
-def test_the_analysis_is_deterministic(checker):
+@pytest.mark.slow
+def test_the_analysis_is_deterministic(fresh_checker):
+    checker = fresh_checker  # computes every time (the shared `checker` remembers)
     text = (ROOT / "corpus/invalid/gemm/raw_empty_wait_missing.cake").read_text()
     first = analyze(context(checker, text).lowered, context(checker, text).shapes)
     second = analyze(context(checker, text).lowered, context(checker, text).shapes)

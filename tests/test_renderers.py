@@ -15,6 +15,7 @@ from cakegov.check.findings import FileResult, Finding
 from cakegov.check.render_json import json_schema, render_json
 from cakegov.check.render_sarif import fingerprint, render_sarif
 from cakegov.check.render_text import render_finding, render_text
+from cakegov.check.runner import Checker
 from cakegov.cli import app
 from cakegov.ir.nodes import Span
 
@@ -133,11 +134,20 @@ def test_findings_schema_is_up_to_date():
         "print(json_schema(), end='')\" > docs/findings.schema.json")
 
 
-def test_json_validates_against_the_schema_and_is_deterministic():
+@pytest.mark.slow
+def test_json_validates_against_the_schema_and_is_deterministic(check_store, monkeypatch):
+    """One run computes every check; the other answers from the session's shared
+    results, which another Checker (often in another process) computed: the same
+    bytes either way."""
+    from .conftest import shared_check
+
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     first = cli("check", str(CORPUS), "--format", "json")
-    second = cli("check", str(CORPUS), "--format", "json")
+    with monkeypatch.context() as patch:
+        patch.setattr(Checker, "check_bytes",
+                      lambda self, data, file: shared_check(check_store, self, data, file))
+        second = cli("check", str(CORPUS), "--format", "json")
     assert first.stdout == second.stdout
     report = json.loads(first.stdout)
     jsonschema.Draft202012Validator(schema).validate(report)
@@ -182,7 +192,10 @@ def sarif_validator() -> jsonschema.Draft4Validator:
     return jsonschema.Draft4Validator(schema)
 
 
-def test_sarif_of_the_corpus_validates(sarif_validator, rulebook, monkeypatch):
+@pytest.mark.slow
+def test_sarif_of_the_corpus_validates(sarif_validator, rulebook, monkeypatch, shared_checks):
+    """The checks come from the session's shared results (the JSON test above computes
+    them and compares them with a fresh run); the SARIF is rendered twice."""
     monkeypatch.chdir(ROOT)  # URIs are relative to the project that holds the files
     first = cli("check", str(CORPUS), "--format", "sarif")
     second = cli("check", str(CORPUS), "--format", "sarif")
@@ -311,12 +324,14 @@ def test_stage_zero_is_shown_and_fingerprinted():
     assert fingerprint(finding(span, stage=0)) != fingerprint(finding(span))
 
 
+@pytest.mark.slow
 def test_corpus_stages_are_integers(corpus_report):
     stages = [f["stage"] for f in _findings(corpus_report)]
     assert all(s is None or (isinstance(s, int) and s >= 0) for s in stages)
     assert any(isinstance(s, int) for s in stages)
 
 
+@pytest.mark.slow
 def test_the_witness_is_stored_once(corpus_report):
     """The steps live in `evidence.witness` and nowhere else in the finding."""
     seen = 0
@@ -332,6 +347,7 @@ def test_the_witness_is_stored_once(corpus_report):
     assert seen >= 40
 
 
+@pytest.mark.slow
 def test_every_finding_links_the_documentation_of_its_rule(corpus_report, rulebook):
     from cakegov.check.docs_url import DEFAULT_DOC_BASE, anchor, rule_url
 

@@ -70,6 +70,7 @@ def positions(html: str, tmp_path: Path) -> dict:
     return json.loads(found.group(1))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (apt-get install chromium)")
 def test_a_browser_shows_the_decision_on_the_first_screen(tmp_path):
     html = render_html(result("blocked", links=True))

@@ -71,6 +71,7 @@ def test_the_stored_entry_is_what_is_served(stored):
     assert again.stdout == SENTINEL and again.returncode == 0
 
 
+@pytest.mark.slow
 def test_a_changed_schedule_is_a_miss(stored, tmp_path):
     copy = tmp_path / "copy.cake"
     shutil.copy(VALID, copy)
@@ -82,6 +83,7 @@ def test_a_changed_schedule_is_a_miss(stored, tmp_path):
     assert len(entries(stored)) == 3  # VALID, copy before and after the edit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ("check", "-f", "json", str(VALID)),
     ("check", "--preview", str(VALID)),
@@ -91,6 +93,7 @@ def test_other_options_are_other_entries(stored, args):
     assert run(*args, cache=stored).stdout != SENTINEL
 
 
+@pytest.mark.slow
 def test_a_changed_rule_plugin_is_a_miss(stored, tmp_path):
     rules = tmp_path / "rules"
     shutil.copytree(ROOT / "rules", rules)
@@ -100,6 +103,7 @@ def test_a_changed_rule_plugin_is_a_miss(stored, tmp_path):
     assert result.stdout != SENTINEL and "clean:" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_environment_that_reaches_the_output_is_part_of_the_key(stored):
     moved = run("check", "-f", "json", str(VALID), cache=stored)
     forge(stored)
@@ -108,6 +112,7 @@ def test_the_environment_that_reaches_the_output_is_part_of_the_key(stored):
     assert docs.stdout != SENTINEL and moved.returncode == docs.returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ("check", "--no-cache", str(VALID)),
     ("check", "--select", "R001", str(VALID)),
@@ -121,11 +126,13 @@ def test_other_command_lines_neither_read_nor_write_the_cache(stored, args):
     assert entries(stored) == before
 
 
+@pytest.mark.slow
 def test_the_switch_turns_it_off(stored):
     result = run("check", str(VALID), cache=stored, CAKEGOV_NO_CACHE="1")
     assert result.stdout != SENTINEL and "clean:" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_corrupt_entry_is_a_miss(stored):
     for path in entries(stored):
         path.write_text("{not json")

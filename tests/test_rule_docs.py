@@ -41,6 +41,7 @@ def test_passing_example_is_clean_corpus(rule):
     assert read_label_file(path).clean
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", _BOOK.rules, ids=lambda r: r.code)
 def test_motivating_cases_are_caught(rule, checker):
     assert rule.motivated_by, f"{rule.code} names no motivating case"

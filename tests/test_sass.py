@@ -24,6 +24,7 @@ from cakegov.ir.parse import parse_bytes
 from cakegov.lower.build import lower_checked
 from cakegov.lower.emit import emit_cuda
 from tests.conftest import CORPUS
+from tests.tiers import corpus_params
 
 VALID = sorted((CORPUS / "valid").rglob("*.cake"))
 needs_tools = pytest.mark.skipif(
@@ -56,7 +57,7 @@ def test_check_reports_missing_and_forbidden_opcodes():
 
 
 @needs_tools
-@pytest.mark.parametrize("path", VALID, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", corpus_params(VALID), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_valid_schedules_sass(path, rulebook, workloads, checker):
     schedule = parse_bytes(path.read_bytes(), checker.vocabulary)
     kernel = lower_checked(schedule, rulebook, workloads[schedule.workload], str(path))

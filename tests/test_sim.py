@@ -114,6 +114,7 @@ def test_deadlock_names_the_waiter_its_barrier_slot_and_phase(rulebook, workload
     assert ev["witness"][-1]["text"].startswith("deadlock:")
 
 
+@pytest.mark.slow
 def test_evidence_is_deterministic(rulebook, workloads):
     path = INVALID / "gemm" / "parity_min_saturates.cake"
     assert evidence(path, rulebook, workloads) == evidence(path, rulebook, workloads)
@@ -184,6 +185,7 @@ def test_a_wrong_stage_offset_shows_up(rulebook, workloads):
         assert r.outcome != "correct"
 
 
+@pytest.mark.slow
 def test_every_strategy_and_seed_runs_a_valid_schedule(rulebook, workloads):
     kernel, workload = kernel_of((VALID / "kmeans_assign" / "rows_pipelined_s2.cake")
                                  .read_text(), rulebook, workloads)

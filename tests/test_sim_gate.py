@@ -4,6 +4,8 @@ invalid schedule that simulates correctly blocks as `label-looks-wrong`."""
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import ROOT
 from .test_propose import project, propose, rule_file, template  # noqa: F401
 
@@ -25,6 +27,7 @@ def _labelled_legal_case(root, tmp_path, name: str, code: str, category: str):
                      FORBID_ELEMENTWISE, category=category, motivated_by=(rel,))
 
 
+@pytest.mark.slow
 def test_a_newly_rejected_valid_schedule_that_simulates_correctly_is_confirmed_legal(
         project, tmp_path):  # noqa: F811
     path = rule_file(tmp_path / "no-elementwise.py", "T901", "no-elementwise",
@@ -40,6 +43,7 @@ def test_a_newly_rejected_valid_schedule_that_simulates_correctly_is_confirmed_l
     assert "| simulator | confirmed legal |" in md
 
 
+@pytest.mark.slow
 def test_a_catch_the_simulator_runs_correctly_blocks_as_label_looks_wrong(
         project, tmp_path):  # noqa: F811
     """A legal schedule labelled invalid (outside the corpus, as a motivating case): the
@@ -57,6 +61,7 @@ def test_a_catch_the_simulator_runs_correctly_blocks_as_label_looks_wrong(
     assert "the simulator runs it correctly under every strategy" in md
 
 
+@pytest.mark.slow
 def test_a_resource_rule_is_not_judged_by_the_simulator(project, tmp_path):  # noqa: F811
     """The simulator does not model resource limits: a resource rule's catch that
     simulates correctly is unconfirmed, never a label-looks-wrong blocker."""

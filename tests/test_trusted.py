@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from cakegov.govern import trusted
 
 from .test_propose import EXAMPLE, project, propose, rule_file, template  # noqa: F401
@@ -33,6 +35,7 @@ def _bump(path: Path, patch: str) -> None:
     path.write_text(text + patch)
 
 
+@pytest.mark.slow
 def test_a_rule_that_silences_an_unchanged_rule_is_blocked(project, tmp_path):  # noqa: F811
     """At import, the proposed rule wraps the engine so that R005's findings vanish. In the
     contained run they do; the trusted recomputation (no proposed code loaded) still has
@@ -50,6 +53,7 @@ def test_a_rule_that_silences_an_unchanged_rule_is_blocked(project, tmp_path):  
     assert "disagrees with the trusted recomputation" in md
 
 
+@pytest.mark.slow
 def test_a_primitive_patching_the_engine_is_caught_on_schedules_that_do_not_use_it(project):  # noqa: F811
     """A proposed primitive runs contained as a whole; schedules that do not use it are
     recomputed by trusted code and must agree, so its patch shows as a divergence."""
@@ -69,6 +73,7 @@ def test_a_primitive_patching_the_engine_is_caught_on_schedules_that_do_not_use_
     assert all("lm.sync_cta(" in (project / rel).read_text() for rel in listed)
 
 
+@pytest.mark.slow
 def test_an_honest_primitive_change_marks_only_its_users(project):  # noqa: F811
     path = project / "rules" / "primitives" / "sync_cta.py"
     _bump(path, "\n# reworded, same behaviour\n")
@@ -79,6 +84,7 @@ def test_an_honest_primitive_change_marks_only_its_users(project):  # noqa: F811
     assert "manual_init_elected_use.cake" in note and "threads_over_limit" not in note
 
 
+@pytest.mark.slow
 def test_an_honest_rule_is_recomputed_by_trusted_code(project):  # noqa: F811
     code, data, md = propose(EXAMPLE, "--no-record")
     assert code == 0, data["blockers"]

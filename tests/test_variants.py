@@ -26,6 +26,7 @@ from cakegov.ir.parse import parse_bytes
 from cakegov.lower.build import lower_checked
 
 from .conftest import CORPUS
+from .tiers import corpus_params
 
 SCHEDULES = sorted(p for p in CORPUS.rglob("*.cake") if "workloads" not in p.parts)
 PIPELINES = [p for p in SCHEDULES if "lm.pipeline(" in p.read_text()]
@@ -244,7 +245,7 @@ RULE_GAPS = {
 RESOURCE_KINDS = {"stages", "tiles"}
 
 
-@pytest.mark.parametrize("path", SCHEDULES, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus_params(SCHEDULES), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_corpus_variants_are_judged_like_the_original(path: Path, checker):
     """Valid: every variant is clean. Invalid: the base rulebook finds the same counted
     findings, at the moved lines, with the same verdict (for stage and tile variants, as
@@ -268,6 +269,7 @@ def test_corpus_variants_are_judged_like_the_original(path: Path, checker):
         assert _counted(after) == _moved(before, v), (rel, v.kind)
 
 
+@pytest.mark.slow
 def test_every_kind_applies_to_part_of_the_corpus():
     applies = {k: 0 for k in KINDS}
     for path in SCHEDULES:
@@ -298,7 +300,7 @@ def _normal(x, names: dict[str, str]):
     return names.get(x, x) if isinstance(x, str) else x
 
 
-@pytest.mark.parametrize("path", PIPELINES, ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", corpus_params(PIPELINES), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_raw_barrier_rewrite_lowers_and_checks_like_the_pipeline(path: Path, rulebook,
                                                                  workloads, checker):
     """Every corpus pipeline the rewrite accepts lowers to the same kernel (barrier names

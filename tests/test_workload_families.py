@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cakegov.gpu.compare import compare_labels, compare_outputs, kmeans_distances
-from cakegov.sim.crosscheck import crosscheck, summary
+from cakegov.sim.crosscheck import summary
 
 from .conftest import CORPUS
 
@@ -75,11 +75,12 @@ def test_knn_outputs_use_the_ranked_comparison(workloads):
 
 
 @pytest.fixture(scope="module")
-def rows(rulebook, workloads):
-    paths = [CORPUS / kind / fam for kind in ("valid", "invalid") for fam in FAMILIES]
-    return crosscheck(paths, rulebook, workloads, root=CORPUS.parent)
+def rows(crosscheck_rows):
+    return crosscheck_rows([CORPUS / kind / fam for kind in ("valid", "invalid")
+                            for fam in FAMILIES])
 
 
+@pytest.mark.slow
 def test_families_crosscheck(rows):
     s = summary(rows)
     assert s["valid"] >= 2 * len(FAMILIES) and s["dynamic"] >= 3 * len(FAMILIES)
