@@ -2,8 +2,9 @@
 
 Two pages are derived from plugins so that they cannot drift from them: the primitive
 reference (spliced into docs/language.md between generation markers, below the
-hand-written guide) and the rule reference (docs/rules.md, generated whole). `cakegov docs`
-writes both; `cakegov docs --check` reports which are out of date.
+hand-written guide) and the rule reference (docs/rules.md, generated whole); the machine
+model's axioms (cakegov/analysis/axioms.py) are spliced into docs/checker.md the same way.
+`cakegov docs` writes them; `cakegov docs --check` reports which are out of date.
 
 Rendering is deterministic: it depends only on plugin contents and relative paths, never on
 where the rulebook lives or on the time, so a check on any machine agrees with CI."""
@@ -15,14 +16,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cakegov.analysis.axioms import render_axioms
 from cakegov.check.docs_url import anchor
 from cakegov.check.lock import atomic_write
 from cakegov.check.rulebook import PrimitivePlugin, Rulebook, RulePlugin, doc_sections
 from cakegov.plugin import Arg
 
+BEGIN_AXIOMS = "<!-- BEGIN GENERATED: axioms -->"
+END_AXIOMS = "<!-- END GENERATED: axioms -->"
 BEGIN_PRIMITIVES = "<!-- BEGIN GENERATED: primitives -->"
 END_PRIMITIVES = "<!-- END GENERATED: primitives -->"
 LANGUAGE_PAGE = "language.md"
+CHECKER_PAGE = "checker.md"
 RULES_PAGE = "rules.md"
 REGENERATE = "run `cakegov docs`"
 
@@ -254,7 +259,15 @@ def plan(book: Rulebook, docs_dir: Path) -> list[Page]:
     lang_text = language.read_text(encoding="utf-8")
     rules = docs_dir / RULES_PAGE
     rules_text = rules.read_text(encoding="utf-8") if rules.is_file() else None
+    pages = []
+    checker = docs_dir / CHECKER_PAGE
+    if checker.is_file():  # a project of its own (`cakegov new-rule`) may not have one
+        checker_text = checker.read_text(encoding="utf-8")
+        pages.append(Page(checker, checker_text, splice(checker_text, BEGIN_AXIOMS,
+                                                        END_AXIOMS, render_axioms(),
+                                                        str(checker))))
     return [
+        *pages,
         Page(language, lang_text, splice(lang_text, BEGIN_PRIMITIVES, END_PRIMITIVES,
                                          render_primitives(book), str(language))),
         Page(rules, rules_text, render_rules(book)),

@@ -212,7 +212,16 @@ class Repair:
     - `carry_phase(path, text=counter)`: loop `path` advances the running counter `text`
       (`lm.range(..., counter=text)`) and every ring position its body derives from the
       loop variable (barrier and buffer indices, `parity=`, pipeline iterations) uses the
-      counter instead, so the phase carries from one pass of the loop to the next."""
+      counter instead, so the phase carries from one pass of the loop to the next;
+    - `reindex_last(path, other=loop, form)`: the barrier index of the arrive at `path`
+      (after loop `other`) becomes the stage of the loop's last iteration: `release` takes
+      the index of the loop's own arrive on that barrier at the loop's stop value (a
+      release that trails its read by one iteration), `wait` the index of the loop's first
+      wait at its last value (the stage the last iteration read);
+    - `like_loop(path, other=loop, form)`: the call at `path` (after loop `other`, a
+      peeled iteration) becomes the loop's first call on the same receiver with the same
+      method, its loop variable replaced by the loop's stop (`form="next"`: the position
+      after the loop's last) or stop - 1 (`"last"`)."""
 
     kind: RepairKind
     path: str = ""

@@ -28,9 +28,20 @@
 # follows unless ONLY_LISTED=1. The sanitizer takes the schedules in the same order.
 # GPU_CHECK_OUT also receives everything in one archive, gpu_check.tar.gz (a device
 # machine returns a handful of files).
+# --budget SECONDS (before the schedule arguments) sets BUDGET. The work is ordered by value
+# (python -m cakegov.gpu.plan): schedules never measured, then the FA3 bisection
+# (scripts/gpu_fa3.sh, when present), then unrecorded headline shapes, then the rest; a
+# (schedule, shape, engine version) row already in corpus/measurements/ is not run again,
+# so the next GPU run continues where the last one stopped. Cut off (TERM, INT, or the
+# budget), the check still prints its summary of what it did.
 # Exit: 0 all correct and sanitizer-clean, 1 something wrong or failed, 3 no CUDA device
 # (nothing measured).
 set -uo pipefail
+if [ "${1:-}" = "--budget" ]; then
+    case "${2:-}" in ''|*[!0-9]*) echo "gpu_check: --budget needs a number of seconds" >&2; exit 2 ;; esac
+    BUDGET=$2
+    shift 2
+fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -51,9 +62,17 @@ STATUS=$WORK/status.tsv
 SANITIZE=$WORK/sanitizer.tsv
 : > "$STATUS"
 : > "$SANITIZE"
+tests_rc=124  # until the GPU tests ran
 export PYTHONUNBUFFERED=1
 
 step() { printf '\n== %s\n' "$*"; }
+cut_off() {  # TERM / INT (the device's own limit): the summary of what was done, then stop
+    trap - TERM INT
+    echo; echo "gpu_check: cut off; summarising what was measured"
+    summary
+    exit 124
+}
+trap cut_off TERM INT
 die() { echo "gpu_check: $*" >&2; exit 2; }
 
 # ---- 1. environment ---------------------------------------------------------------------
@@ -122,18 +141,37 @@ if [ "${ONLY_LISTED:-0}" != 1 ]; then
         case " $* " in *" $schedule "*) ;; *) SCHEDULES+=("$schedule") ;; esac
     done
 fi
-for schedule in "${SCHEDULES[@]}"; do
-    left=$(( DEADLINE - $(date +%s) ))
-    if [ "$left" -lt 20 ]; then
-        echo "-- $schedule: skipped (time budget of ${BUDGET}s spent)"
-        printf '%s\t%s\n' "$schedule" 124 >> "$STATUS"
+FA3_SCRIPT=()
+[ -x scripts/gpu_fa3.sh ] && FA3_SCRIPT=(--fa3 scripts/gpu_fa3.sh)
+"$PY" -m cakegov.gpu.plan "${FA3_SCRIPT[@]}" "${SCHEDULES[@]}" > "$WORK/plan.tsv" \
+    || die "could not plan the run (python -m cakegov.gpu.plan)"
+echo "  plan: $(cut -f1 "$WORK/plan.tsv" | sort | uniq -c | awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')"
+while IFS=$'\t' read -r tier target shapes; do
+    if [ "$tier" = skip ]; then
+        echo "-- $target: every shape already recorded at this engine version"
         continue
     fi
-    echo "-- $schedule"
+    left=$(( DEADLINE - $(date +%s) ))
+    if [ "$left" -lt 20 ]; then
+        echo "-- $target: skipped (time budget of ${BUDGET}s spent)"
+        printf '%s\t%s\n' "$target" 124 >> "$STATUS"
+        continue
+    fi
+    if [ "$tier" = fa3-bisect ]; then
+        echo "-- $target ($tier)"
+        BUDGET=$(( left < 180 ? left : 180 )) timeout "$(( left < 200 ? left : 200 ))" \
+            "$target" > "$WORK/gpu_fa3.log" 2>&1
+        echo "   exit $? (log: gpu_fa3.log)"
+        continue
+    fi
+    args=()
+    IFS=';' read -r -a wanted <<< "$shapes"
+    for shape in "${wanted[@]}"; do [ -n "$shape" ] && args+=(--shape "$shape"); done
+    echo "-- $target ($tier: ${#wanted[@]} shape(s) unrecorded)"
     timeout "$(( left < RUN_TIMEOUT ? left : RUN_TIMEOUT ))" \
-        "${CAKEGOV[@]}" run "$schedule" --repeat "$REPEAT" --headline
-    printf '%s\t%s\n' "$schedule" "$?" >> "$STATUS"
-done
+        "${CAKEGOV[@]}" run "$target" --repeat "$REPEAT" "${args[@]}" < /dev/null
+    printf '%s\t%s\n' "$target" "$?" >> "$STATUS"
+done < "$WORK/plan.tsv"
 
 # ---- 3. compute-sanitizer ----------------------------------------------------------------
 find_sanitizer() {
@@ -149,7 +187,7 @@ for p in sys.path:
     done
     return 1
 }
-step "compute-sanitizer racecheck + synccheck, smallest check shape per schedule"
+step "compute-sanitizer racecheck + synccheck + initcheck, smallest check shape per schedule"
 SANITIZER=$(find_sanitizer)
 if [ -z "$SANITIZER" ]; then
     echo "  compute-sanitizer not found: racecheck and synccheck were NOT run"
@@ -158,7 +196,7 @@ else
     echo "  $SANITIZER ($("$SANITIZER" --version 2>/dev/null | tail -1))"
     san_deadline=$(( $(date +%s) + SANITIZE_BUDGET ))
     for schedule in "${SCHEDULES[@]}"; do
-        for tool in racecheck synccheck; do
+        for tool in racecheck synccheck initcheck; do
             now=$(date +%s)
             left=$(( DEADLINE - now )); san_left=$(( san_deadline - now ))
             [ "$san_left" -lt "$left" ] && left=$san_left
@@ -200,7 +238,8 @@ else
 fi
 echo "  pytest -m gpu exit status: $tests_rc"
 
-# ---- 4. the table -----------------------------------------------------------------------
+# ---- 5. the table (also when cut off) ---------------------------------------------------
+summary() {  # sets SUMMARY_RC
 step "summary"
 "$PY" -m cakegov.gpu.report --measurements corpus/measurements --since "$START" \
     --status "$STATUS" | tee "$WORK/table.txt"
@@ -215,12 +254,17 @@ if [ -n "$COPY_TO" ] && [ -d "$COPY_TO" ] && [ -w "$COPY_TO" ]; then
     mkdir -p "$WORK/out/measurements"
     cp corpus/measurements/*.jsonl "$WORK/out/measurements/" 2>/dev/null || true
     cp "$WORK/table.txt" "$WORK/pytest-gpu.log" "$STATUS" "$SANITIZE" "$WORK"/sanitize-*.log \
+        "$WORK/plan.tsv" "$WORK/gpu_fa3.log" \
         "$WORK/out/" 2>/dev/null || true
     tar -czf "$COPY_TO/gpu_check.tar.gz" -C "$WORK/out" . 2>/dev/null || true
 fi
+SUMMARY_RC=3  # every run said: no CUDA device
 if cut -f2 "$STATUS" | grep -qvx 3; then
+    SUMMARY_RC=1
     [ "$report_rc" -eq 0 ] && [ "$sanitize_bad" -eq 0 ] \
-        && { [ "$tests_rc" -eq 0 ] || [ "$tests_rc" -eq 5 ]; } && exit 0
-    exit 1
+        && { [ "$tests_rc" -eq 0 ] || [ "$tests_rc" -eq 5 ]; } && SUMMARY_RC=0
 fi
-exit 3  # every run said: no CUDA device
+}
+
+summary
+exit "$SUMMARY_RC"

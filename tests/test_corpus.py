@@ -54,3 +54,14 @@ def test_corpus_file_matches_labels(path: Path, checker):
     expected = "clean" if labels.clean or not labels.expected else (
         "incomplete" if labels.codes <= coverage else "rejected")
     assert result.verdict == expected
+
+
+def test_p099_is_rare_and_every_case_is_explained_in_the_checker_docs():
+    """Diagnoses come from the repair that removes the anomaly; what no repair fits is
+    P099, at most 2 % of the invalid cases, each listed in docs/checker.md with why."""
+    invalid = sorted((CORPUS / "invalid").rglob("*.cake"))
+    p099 = [p for p in invalid if "# expect: P099" in p.read_text(encoding="utf-8")]
+    assert len(p099) <= 0.02 * len(invalid), [str(p) for p in p099]
+    docs = (ROOT / "docs" / "checker.md").read_text(encoding="utf-8")
+    for p in p099:
+        assert f"`{p.relative_to(CORPUS / 'invalid').as_posix()}`" in docs, p

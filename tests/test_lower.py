@@ -238,10 +238,12 @@ def test_lowered_text_shows_the_derived_quantities(lowered):
         "swizzled layout)",
         "tensor map tmap_A_0: A bf16[lm.M, lm.K], box 128 x 64, swizzle 128B, "
         "out-of-bounds elements read as zero",
-        "      # tensor map tmap_A_0 box 128 x 64, swizzle 128B: 1 cp.async.bulk.tensor.2d "
+        "        # tensor map tmap_A_0 box 128 x 64, swizzle 128B: 1 cp.async.bulk.tensor.2d "
         "(+0 B <- tile (0, 0))",
         "role loader: warps [0, 4) threads [0, 128), setmaxnreg.dec 40",
-        "    wait ring.empty[(k % 4)] parity (((k // 4) + 1) % 2)    # pipeline_acquire, "
+        # an issue-only role: its first warp runs the loop, the others skip it
+        "  warps [0] of the role only:",
+        "      wait ring.empty[(k % 4)] parity (((k // 4) + 1) % 2)    # pipeline_acquire, "
         "line 16",
         "    arrive ring.empty[(k % 4)] x8 (one per warp)    # pipeline_release, line 23",
     ):

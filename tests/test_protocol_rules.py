@@ -12,6 +12,8 @@ import pytest
 from cakegov.analysis.grid import Store, Tiles, count
 from cakegov.check.repair import apply_edits
 
+from .conftest import CORPUS
+
 RING = '''"""Warp-specialised GEMM, 4-stage pipeline."""
 @cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
 def gemm_ws(lm, A, B, C):
@@ -333,12 +335,11 @@ def test_extra_release_in_a_persistent_ring_races(checker):
 # ---- P011 ---------------------------------------------------------------------------
 
 
-def test_elected_arrive_without_syncwarp(checker):
+def test_elected_arrive_of_a_one_warp_role_needs_no_user_syncwarp(checker):
+    """The convergence contract (docs/language.md): the lowering derives the __syncwarp
+    before the elected arrive, so the checker does not ask the schedule for it."""
     src = _edit(STAGED1, "        lm.syncwarp()\n", "")
-    f = _only(checker, src, "P011")
-    assert f.span.line == _line(src, 'done[0].arrive(per="role")')
-    assert f.role == "worker" and f.resource == "y_s"
-    assert [e.text.strip() for e in f.fixes[0].edits] == ["lm.syncwarp()"]
+    assert _check(checker, src).verdict == "clean"
 
 
 def test_syncwarp_is_not_enough_for_a_role_of_several_warps(checker):
@@ -445,3 +446,33 @@ def test_coverage_counts_on_compressed_grid():
     assert cover.at((3, 3)) == 2 and cover.at((0, 0)) == 1 and cover.at((7, 0)) == 0
     assert cover.cells(cover.counts > 1) == (4, (2, 2))
     assert cover.cells(cover.counts == 0)[0] == 64 - 16 - 16 + 4
+
+
+# ---- P027, P028, P010 on a stage released above its read ---------------------------------
+
+
+def test_peeled_wait_gets_the_position_its_iteration_has(checker):
+    src = (CORPUS / "invalid/gemm/coop_peeled_last_wait_next_position.cake").read_text()
+    f = _only(checker, src, "P027")
+    assert f.span.line == _line(src, "# expect: P027")
+    # the loop runs over range(0, KT - 1): the peeled iteration is position KT - 1, in
+    # the schedule's own names, stage and parity together
+    assert [e.text for e in f.fixes[0].edits] == [
+        "full[(KT - 1) % S].wait(parity=(KT - 1) // S % 2)"]
+
+
+def test_accumulator_used_before_its_group_wait_moves_after_the_wait(checker):
+    src = (CORPUS / "invalid/gemm/accumulator_read_before_mma_wait.cake").read_text()
+    f = _only(checker, src, "P028")
+    assert f.span.line == _line(src, "# expect: P028")
+    assert f.resource == "acc" and f.role == "math"
+    assert "lm.mma_wait` of line" in f.fixes[0].description
+
+
+def test_release_above_the_read_is_p010_though_another_ring_releases_later(checker):
+    """The math role releases the K stage above the QK^T mma that reads it and releases
+    the V ring after it in the same iteration: the later arrive is on another barrier,
+    so the K release is still the hoisted one (P010), not a missing wait (P008/P099)."""
+    src = (CORPUS / "invalid/attention/k_released_before_mma.cake").read_text()
+    f = _only(checker, src, "P010")
+    assert f.span.line == _line(src, "# expect: P010")

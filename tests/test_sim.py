@@ -91,7 +91,7 @@ def test_valid_schedule_matches_the_reference_on_every_planned_run(rulebook, wor
 
 
 @pytest.mark.parametrize(("case", "kind"), [
-    ("scale/elected_arrive_without_syncwarp.cake", "race"),  # lanes 1-31 unsynchronised
+    ("scale/role_release_without_named_sync.cake", "race"),  # warps 1-3 unsynchronised
     ("scale/wait_parity_one.cake", "deadlock"),
     ("scale/store_async_without_fence.cake", "race"),  # generic write, async read
     ("scale/store_async_not_drained.cake", "in flight at exit"),

@@ -157,10 +157,15 @@ def test_split_roles_are_warp_classes(rulebook, workloads):
 
 
 def test_a_whole_role_is_one_model_thread(rulebook, workloads):
+    """The math role runs as one model thread. The loader only waits and issues copies
+    from one elected thread (an issue-only role, cakegov/lower/derive.py issuing_warp), so
+    the lowering runs its body on its first warp alone: that warp is one thread, the
+    warps that skip the loop another."""
     kernel = lowered((CORPUS / "valid/gemm/raw_barriers_s2.cake").read_text(), rulebook,
                      workloads)
     program = Builder(kernel).build({"M": 128, "N": 128, "K": 256})
-    assert [(t.role, t.members) for t in program.threads] == [("loader", ()), ("math", ())]
+    assert [(t.role, t.members) for t in program.threads] == [
+        ("loader", (0,)), ("loader", (1, 2, 3)), ("math", ())]
 
 
 def test_a_partial_sync_is_counted_by_the_threads_that_reach_it(checker):

@@ -455,12 +455,28 @@ def role_sync_repairs(ctx, role: str, before: str, lanes_only: bool = False
             Repair("insert", before, text=f"{name}.sync()"))
 
 
-def hand_off_after(program: Program, ev: Event) -> Event | None:
-    """The first arrive (or named barrier) of `ev`'s thread after `ev`; when that thread
-    has none (a class of a role split by `with lm.warps(...)` that leaves the hand-off to
-    another warp of its role), the first arrive of another class of the same role after
-    the same statement in the same iteration."""
-    for later in program.threads[ev.thread].events[ev.seq + 1:]:
+def guard_slot(program: Program, writer: Event) -> int | None:
+    """The barrier slot the thread of `writer` (a copy or a write that overwrites a stage)
+    waited on last before it: the `empty` side whose phase hands the stage over."""
+    for ev in reversed(program.threads[writer.thread].events[:writer.seq]):
+        if ev.kind == "wait":
+            return ev.slot
+    return None
+
+
+def hand_off_after(program: Program, ev: Event, slot: int | None = None) -> Event | None:
+    """The first arrive (or named barrier) of `ev`'s thread after `ev`; with `slot`, the
+    first arrive on that barrier slot when the thread has one (the release of the stage,
+    not a scheduling barrier's arrive between); when the thread has none (a class of a
+    role split by `with lm.warps(...)` that leaves the hand-off to another warp of its
+    role), the first arrive of another class of the same role after the same statement in
+    the same iteration."""
+    later_events = program.threads[ev.thread].events[ev.seq + 1:]
+    if slot is not None:
+        for later in later_events:
+            if later.kind == "arrive" and later.slot == slot:
+                return later
+    for later in later_events:
         if later.kind == "arrive" or (later.kind == "named" and not later.derived):
             return later
     for t in program.threads:
@@ -476,17 +492,27 @@ def hand_off_after(program: Program, ev: Event) -> Event | None:
     return None
 
 
-def hoisted_releases(program: Program, read: Event) -> list[Event]:
+def hoisted_releases(program: Program, read: Event, writer: Event | None = None
+                     ) -> list[Event]:
     """The arrives of `read`'s thread that precede the synchronous `read` in its own
     iteration, nearest first, when none follows it there: the role handed the stage back
     before reading it (P010's class, a release hoisted above a read, not a missing wait
-    of the writer). Empty for an asynchronous (wgmma) read or an ordinary hand-off."""
+    of the writer). Empty for an asynchronous (wgmma) read or an ordinary hand-off.
+
+    With `writer` (the access that overwrote the stage), only arrives on the barrier the
+    writer waited on count: the release of this stage, not an unrelated hand-off (another
+    ring's release, a scheduling barrier) later in the same iteration."""
     if read.group == "wgmma":
         return []
-    same = [e for e in program.threads[read.thread].events if e.iters == read.iters]
-    if any(e.kind == "arrive" and e.seq > read.seq for e in same):
+    same = [e for e in program.threads[read.thread].events
+            if e.iters == read.iters and e.kind == "arrive"]
+    guard = guard_slot(program, writer) if writer is not None else None
+    if guard is not None:
+        barrier = program.slots[guard][0]
+        same = [e for e in same if program.slots[e.slot][0] == barrier]
+    if any(e.seq > read.seq for e in same):
         return []
-    return [e for e in reversed(same) if e.kind == "arrive" and e.seq < read.seq]
+    return [e for e in reversed(same) if e.seq < read.seq]
 
 
 def block_of(schedule: Schedule, path: str) -> Warps | None:

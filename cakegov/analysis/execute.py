@@ -35,11 +35,14 @@ from dataclasses import dataclass, field
 from cakegov.analysis.footprint import LANES, SAME, WARPS, Footprints
 from cakegov.analysis.program import Event, Mem, Program
 from cakegov.analysis.semantics import (
+    WARPGROUP_WARPS,
     AsyncGroups,
     BarrierError,
     MBarrier,
     NamedBarrier,
     OverArrival,
+    WarpgroupIssue,
+    warpgroup_of,
 )
 
 E, W0, TM, TS = 0, 1, 2, 3
@@ -130,8 +133,9 @@ class _Named:
 
 
 class _Thread:
-    __slots__ = ("base", "c", "done", "events", "groups", "info", "ke", "know", "ktm", "kts",
-                 "kw0", "lane", "pc", "reach", "s_lane", "warps")
+    __slots__ = ("base", "c", "col_all", "col_first", "done", "events", "groups", "info",
+                 "issued", "ke", "know", "ktm", "kts", "kw0", "lane", "pc", "reach",
+                 "s_lane", "warps", "wg_retired", "wgs")
 
     def __init__(self, info, base: int, width: int):
         self.info = info
@@ -148,6 +152,19 @@ class _Thread:
         self.groups = {g: AsyncGroups() for g in GROUPS}  # committed and retired, per kind
         self.reach = 0
         self.done = False
+        # warpgroup-collective wgmma groups (axiom A13): the clock of each group's issue,
+        # the warpgroups the thread's warps belong to, and what a retire taught it of the
+        # other model threads of those warpgroups: thread -> (their progress, their groups
+        # retired), as known by all of its warps (`col_all`, each warp of its own
+        # warpgroup) and by its first warp (`col_first`, the elected thread's)
+        self.issued: list[int] = []
+        self.wgs: tuple[int, ...] = ()
+        self.col_all: dict[int, tuple[int, int]] = {}
+        self.col_first: dict[int, tuple[int, int]] = {}
+        # a model thread spanning several warpgroups: the wgmma groups each warp knows its
+        # own warpgroup has completed (not the others': every thread knows only what a
+        # barrier over the role then tells it)
+        self.wg_retired = 0
 
 
 def _join(a: list[int], b: list[int]) -> None:
@@ -179,6 +196,8 @@ class Executor:
                     lanes += 1
         self.width = lanes
         self.t = [_Thread(info, 4 * i, lanes) for i, info in enumerate(program.threads)]
+        self.warpgroups: dict[tuple[int, str, int], WarpgroupIssue] = {}
+        self._warpgroups()
         self.slots = [_Slot(MBarrier(max(1, c)), [0] * lanes, []) for c in program.slot_count]
         self.named: dict[tuple[int, int], _Named] = {}
         self.remote: list[tuple[Event, int, int]] = []  # remote arrive, its lane, clock
@@ -191,6 +210,25 @@ class Executor:
         self.trace: list[Step] = []
         self.anomalies: dict[tuple, Anomaly] = {}
         self.observed: dict[tuple[int, int], int] = {}
+
+    def _warpgroups(self) -> None:
+        """The warpgroups of the kernel's wgmma roles, each with the model threads whose
+        warps it holds (a role split by `with lm.warps(...)` has several per warpgroup)."""
+        starts = {r.name: r.warp_start for r in self.p.kernel.roles}
+        for i, t in enumerate(self.t):
+            info = t.info
+            if not any(ev.warpgroup for ev in info.events):
+                continue
+            warps = info.members or tuple(range(info.warps))
+            t.wgs = tuple(sorted({warpgroup_of(starts[info.role] + w) for w in warps}))
+            for g in t.wgs:
+                wg = self.warpgroups.setdefault((info.cta, info.role, g), WarpgroupIssue())
+                wg.members[i] = 0
+
+    def _whole_warpgroup(self, t: _Thread) -> bool:
+        """Are the model thread's warps exactly one warpgroup (so a retire tells every one
+        of its threads how far all the others got)?"""
+        return len(t.wgs) == 1 and t.warps == WARPGROUP_WARPS
 
     # ---- knowledge ------------------------------------------------------------------
 
@@ -210,6 +248,14 @@ class Executor:
         v = list(t.know)
         b = t.base
         v[b + E], v[b + W0], v[b + TM], v[b + TS] = self.own(t, who)
+        if t.wg_retired and who != "E":  # each warp knows its own warpgroup's groups
+            glane = self.group_lane[(t.info.index, "wgmma")]
+            v[glane] = max(v[glane], t.wg_retired)
+        for j, (ts, retired) in (t.col_first if who == "E" else t.col_all).items():
+            lane = self.t[j].base + TS
+            v[lane] = max(v[lane], ts)
+            glane = self.group_lane[(j, "wgmma")]
+            v[glane] = max(v[glane], retired)
         return v
 
     def weakest(self, t: _Thread) -> list[int]:
@@ -247,6 +293,9 @@ class Executor:
     def sync_role(self, t: _Thread) -> None:
         """Every thread of the role met every other (a barrier over the whole role)."""
         t.ke = t.kw0 = t.ktm = t.kts = t.lane = t.s_lane = t.c
+        if t.wg_retired:
+            lane = self.group_lane[(t.info.index, "wgmma")]
+            t.know[lane] = max(t.know[lane], t.wg_retired)
 
     # ---- anomalies ------------------------------------------------------------------
 
@@ -297,9 +346,13 @@ class Executor:
             if async_lane == rec.lane and rec.thread == i and rec.event.group:
                 return True  # one group stream: the hardware orders its operations
             know = t.know[rec.lane] if rec.lane >= 0 else 0
+            if rec.thread == i and rec.event.group == "wgmma":  # its warps' own groups
+                know = max(know, t.wg_retired)
             return know >= rec.clock
         if rec.thread != i:
             return t.know[rec.lane] >= rec.clock
+        if m.space == "reg":  # each thread's own registers: program order orders them
+            return True
         # the same role: which of its threads touched the common bytes
         if m.who == "engine":
             return self._own_known(t, rec.mem.who, issuer_who) >= rec.clock
@@ -338,7 +391,9 @@ class Executor:
         keep: list[_Rec] = []
         for rec in hist:
             overlap = rec.mem.mask & mask
-            if not overlap:
+            if not overlap or (m.space == "reg" and rec.thread != i):
+                # registers belong to their thread: the model threads of a split role hold
+                # different warps' copies of a fragment
                 keep.append(rec)
                 continue
             ordered = self._ordered(t, i, ev, m, rec, issuer_who, lane if async_ else -2)
@@ -582,6 +637,8 @@ class Executor:
             return self.wait(i, t, ev)
         if kind == "named":
             return self.named_barrier(i, t, ev)
+        if kind == "retire" and ev.warpgroup and not self.warpgroup_ready(t, ev):
+            return False  # the group is not complete until every warp has issued it
         t.c += 1
         t.pc += 1
         if kind == "arrive":
@@ -631,14 +688,54 @@ class Executor:
                 t.s_lane = t.c
             lane = self.group_lane[(i, ev.group)]
             retired = t.groups[ev.group].wait(ev.pending)
-            t.know[lane] = max(t.know[lane], retired)
+            if ev.warpgroup and len(t.wgs) > 1:  # axiom A13: each warp, its own warpgroup
+                t.wg_retired = max(t.wg_retired, retired)
+            else:
+                t.know[lane] = max(t.know[lane], retired)
+            if ev.warpgroup:
+                self.warpgroup_retire(i, t, retired)
             self.step_text(ev, f"{ev.source} pending={ev.pending}: "
                                f"{retired} group(s) done")
         return True
 
+    def warpgroup_ready(self, t: _Thread, ev: Event) -> bool:
+        """Axiom A13: a wait that retires wgmma group r passes only once every model thread
+        of the waiter's warpgroups has issued group r (their warps take part in it)."""
+        retired = t.groups["wgmma"].committed - max(0, ev.pending)
+        return all(self.warpgroups[(t.info.cta, t.info.role, g)].complete(retired)
+                   for g in t.wgs)
+
+    def warpgroup_retire(self, i: int, t: _Thread, retired: int) -> None:
+        """What retiring wgmma group `retired` teaches the threads of `i` (axiom A13): each
+        warp learns that every warp of its own warpgroup reached the issue of the group
+        (progress, not their other memory accesses) and that the group's operand reads on
+        their behalf are complete."""
+        if retired <= 0:
+            return
+        if self._whole_warpgroup(t):  # one warpgroup: every thread learns every other
+            t.kts = max(t.kts, t.issued[retired - 1])
+        starts = {r.name: r.warp_start for r in self.p.kernel.roles}
+        mine = t.info.members or tuple(range(t.info.warps))
+        first = warpgroup_of(starts[t.info.role] + mine[0])
+        for g in t.wgs:
+            wg = self.warpgroups[(t.info.cta, t.info.role, g)]
+            for j in wg.members:
+                if j == i:
+                    continue
+                other = self.t[j]
+                known = (other.issued[retired - 1], retired)
+                if set(other.wgs) <= set(t.wgs):
+                    _learn(t.col_all, j, known)
+                if set(other.wgs) == {first}:
+                    _learn(t.col_first, j, known)
+
     def compute(self, i: int, t: _Thread, ev: Event) -> None:
         if ev.group:
             ordinal = t.groups[ev.group].commit()
+            if ev.group == "wgmma":
+                t.issued.append(t.c)
+                for g in t.wgs:
+                    self.warpgroups[(t.info.cta, t.info.role, g)].issue(i)
             lane = self.group_lane[(i, ev.group)]
             for m in ev.mem:
                 if m.who == "engine" or m.space == "reg":
@@ -826,6 +923,16 @@ class Executor:
                     "the cluster barrier sync_cluster" if nid < 0 else f"named barrier {nid}"
                 parts.append(f"{ev.role} waits at {what} ({ev.where()}) with {got} of "
                              f"{ev.named[1]} threads arrived")
+            elif ev.kind == "retire" and ev.warpgroup:
+                retired = t.groups["wgmma"].committed - max(0, ev.pending)
+                late = sorted({self.t[j].info.part or self.t[j].info.role
+                               for g in t.wgs
+                               for j in self.warpgroups[(t.info.cta, t.info.role, g)]
+                               .missing(retired)})
+                parts.append(f"{ev.role} waits at {ev.source} ({ev.where()}) for wgmma group "
+                             f"{retired}, which {', '.join(late)} of its warpgroup never "
+                             "issue (a wgmma group completes only when every warp of the "
+                             "warpgroup has issued it)")
         extra = []
         for ev in blocked:
             what = (f"wait {self.p.slot_name(ev.slot)} parity {ev.parity} blocks forever"
@@ -907,6 +1014,11 @@ class Executor:
                     tuple(late[groups.retired:]) or (first,),
                     smem[0].name if smem else "", group=g, issued=groups.committed,
                     retired=groups.retired)
+
+
+def _learn(table: dict[int, tuple[int, int]], j: int, known: tuple[int, int]) -> None:
+    old = table.get(j, (0, 0))
+    table[j] = (max(old[0], known[0]), max(old[1], known[1]))
 
 
 def _named_key(ev: Event) -> tuple[int, int]:

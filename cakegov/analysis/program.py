@@ -113,6 +113,9 @@ class Event:
     primitive: str = ""
     derived: str = ""
     collective: bool = False  # a warp-collective instruction (lanes converge)
+    # a wgmma issue or wait on the wgmma path (LGroupWait.wgmma): warpgroup-collective
+    # groups (axiom A13, cakegov/analysis/semantics.py WarpgroupIssue)
+    warpgroup: bool = False
     # thread-block clusters (cakegov/analysis/cluster.py): the cluster rank of the CTA
     # executing the event (-1: a one-CTA program), and the rank a remote arrive or a
     # multicast copy targets (-1: the executing CTA itself); `dests`: a multicast copy's
@@ -567,7 +570,7 @@ class Builder:
                          **base)
         if isinstance(op, LGroupWait):  # wgmma.wait_group is .sync.aligned: lanes converge
             return Event(kind="retire", group=op.group, pending=op.pending, source=op.source,
-                         collective=op.group == "wgmma", **base)
+                         collective=op.group == "wgmma", warpgroup=op.wgmma, **base)
         assert isinstance(op, LCompute)
         mem: list[Mem] = []
         collective = False
@@ -594,7 +597,8 @@ class Builder:
         # wgmma.mma_async is .sync.aligned too: every lane of the warp executes it together
         collective = collective or op.group == "wgmma"
         return Event(kind="compute", mem=tuple(mem), primitive=op.primitive,
-                     group=op.group or "", collective=collective, **base)
+                     group=op.group or "", collective=collective,
+                     warpgroup=op.group == "wgmma" and op.wgmma is not None, **base)
 
     def _mem(self, buffer: str, stage: int, fp: Footprint, write: bool, proxy: str, who: str,
              path: str) -> Mem:

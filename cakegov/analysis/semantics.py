@@ -31,7 +31,7 @@ that with `finish()` and lets `wait_group N` return only once `ready(N)`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # PTX ISA, mbarrier: the expected arrival count and the tx-count are limited to
 # 2^20 - 1 in magnitude.
@@ -164,3 +164,45 @@ class AsyncGroups:
         """Would `wait_group pending` return now: have all but the `pending` most recent
         groups finished?"""
         return self.finished >= self.committed - max(0, pending)
+
+
+# A warpgroup: four contiguous warps whose first warp's rank in the CTA is a multiple of
+# four (PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions").
+WARPGROUP_WARPS = 4
+
+
+def warpgroup_of(warp: int) -> int:
+    """The warpgroup of the CTA-relative warp `warp`."""
+    return warp // WARPGROUP_WARPS
+
+
+@dataclass
+class WarpgroupIssue:
+    """Axiom A13 (docs/checker.md): a wgmma group is one operation of its whole warpgroup.
+    `wgmma.mma_async` is `.sync.aligned` over the warpgroup and takes the accumulator
+    fragments of all 128 threads, so the group a warp commits cannot complete, and no
+    `wgmma.wait_group` of any warp can retire it, before every warp of the warpgroup has
+    issued its `mma_async`; once one warp retires it, the operation (its shared-memory
+    operand reads on behalf of every warp included) has completed for all of them.
+
+    One object per warpgroup: `members` are whatever issues for the warpgroup's warps
+    (warps in the simulator, classes of a split role's warps in the protocol analysis),
+    each with the number of groups it has issued."""
+
+    members: dict[int, int] = field(default_factory=dict)
+
+    def issue(self, member: int) -> int:
+        """`member` issues its next group; returns the group's ordinal (1-based)."""
+        self.members[member] = self.members.get(member, 0) + 1
+        return self.members[member]
+
+    def issued(self, member: int) -> int:
+        return self.members.get(member, 0)
+
+    def complete(self, ordinal: int) -> bool:
+        """Can group `ordinal` of this warpgroup complete: has every member issued it?"""
+        return all(n >= ordinal for n in self.members.values())
+
+    def missing(self, ordinal: int) -> list[int]:
+        """The members that have not issued group `ordinal` yet."""
+        return [m for m, n in self.members.items() if n < ordinal]

@@ -276,7 +276,12 @@ class CheckContext:
             if quick is None or _worse(quick, had, target, self.strict):
                 self._attempts[new] = None
         if new not in self._attempts:
-            self._attempts[new] = self._reanalyze(new, meter=self._work)
+            # a program the original's analysis could not finish either (a bound hit on a
+            # shape the anomaly is not on) does not fail the repair: the rejection stands
+            # on the program the anomaly showed in, and the repair is re-checked wherever
+            # the original was
+            self._attempts[new] = self._reanalyze(
+                new, meter=self._work, tolerate=frozenset(self.protocol.incomplete))
         after = self._attempts[new]
         if after is None:
             return None

@@ -165,7 +165,99 @@ class SourceEditor:
             source = self.stmt(repair.other or repair.path).ast_node
             iteration = self._ring_iteration(source, ring)
             return [self._insert(repair.path, f"{ring}.{op}({iteration})", repair.after)]
+        if kind == "like_loop":
+            return [self._like_loop(repair.path, repair.other, repair.form)]
+        if kind == "reindex_last":
+            return [self._reindex_last(repair.path, repair.other, repair.form)]
         raise RepairError(f"unknown repair {kind}")
+
+    @staticmethod
+    def _barrier_index(call: ast.Call) -> tuple[str, ast.expr] | None:
+        """`bar[index].op(...)`: the barrier's name and its index expression."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Subscript) and \
+                isinstance(func.value.value, ast.Name):
+            return func.value.value.id, func.value.slice
+        return None
+
+    @staticmethod
+    def _receiver(call: ast.Call) -> tuple[str, str] | None:
+        """`bar[i].op(...)` or `ring.op(...)`: (receiver name, method)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        base = func.value.value if isinstance(func.value, ast.Subscript) else func.value
+        return (base.id, func.attr) if isinstance(base, ast.Name) else None
+
+    def _loop_stop(self, loop: ast.AST) -> tuple[str, str]:
+        if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                and loop.iter.args and isinstance(loop.target, ast.Name)):
+            raise RepairError("the loop is not a loop over lm.range(...)")
+        args = loop.iter.args
+        if len(args) > 2:
+            raise RepairError("the loop does not have step 1")
+        return loop.target.id, _paren(self.text(args[1] if len(args) > 1 else args[0]))
+
+    @staticmethod
+    def _substitute(node: ast.AST, var: str, value: str) -> str:
+        class Swap(ast.NodeTransformer):
+            def visit_Name(self, name: ast.Name) -> ast.AST:
+                if name.id == var:
+                    return ast.parse(f"({value})", mode="eval").body
+                return name
+
+        return ast.unparse(Swap().visit(ast.parse(ast.unparse(node), mode="eval").body))
+
+    def _like_loop(self, path: str, loop_path: str, form: str) -> Edit:
+        call = self._call(self.stmt(path).ast_node)
+        mine = self._receiver(call)
+        loop = self.stmt(loop_path).ast_node
+        var, stop = self._loop_stop(loop)
+        twins = sorted((n for n in ast.walk(loop) if isinstance(n, ast.Call)
+                        and self._receiver(n) == mine), key=lambda n: (n.lineno, n.col_offset))
+        if mine is None or not twins:
+            raise RepairError("the loop makes no such call")
+        text = self._substitute(twins[0], var, stop if form == "next" else f"{stop} - 1")
+        if text == ast.unparse(call):
+            raise RepairError("the call already names that position")
+        return Edit(span=self._span(call), text=text)
+
+    def _reindex_last(self, path: str, loop_path: str, form: str) -> Edit:
+        call = self._call(self.stmt(path).ast_node)
+        mine = self._barrier_index(call)
+        loop = self.stmt(loop_path).ast_node
+        if mine is None or not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)
+                                and loop.iter.args and isinstance(loop.target, ast.Name)):
+            raise RepairError("reindex_last needs `bar[i].arrive()` after an lm.range loop")
+        args = loop.iter.args
+        if len(args) > 2:
+            raise RepairError("reindex_last needs a loop with step 1")
+        stop = _paren(self.text(args[1] if len(args) > 1 else args[0]))
+        inner = [n for n in ast.walk(loop) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and self._barrier_index(n)]
+        inner.sort(key=lambda n: (n.lineno, n.col_offset))
+        if form == "release":
+            found = [n for n in inner if n.func.attr == "arrive"
+                     and self._barrier_index(n)[0] == mine[0]]
+            value = stop
+        else:
+            found = [n for n in inner if n.func.attr == "wait"]
+            value = f"{stop} - 1"
+        if not found:
+            raise RepairError(f"the loop has no {form} to take the index from")
+        index = self._barrier_index(found[0])[1]
+        var = loop.target.id
+
+        class Swap(ast.NodeTransformer):
+            def visit_Name(self, node: ast.Name) -> ast.AST:
+                if node.id == var:
+                    return ast.parse(f"({value})", mode="eval").body
+                return node
+
+        text = ast.unparse(Swap().visit(ast.parse(ast.unparse(index), mode="eval").body))
+        if text == ast.unparse(mine[1]):
+            raise RepairError("the index is already the last iteration's")
+        return Edit(span=self._span(mine[1]), text=text)
 
     def _set_arg(self, path: str, arg: str, text: str) -> Edit:
         st = self.stmt(path)

@@ -188,12 +188,15 @@ class Checker:
             known_targets=tuple(sorted(self.rulebook.targets)),
         )
 
-    def _reanalyze(self, source: str, only=None, meter: list[int] | None = None):
+    def _reanalyze(self, source: str, only=None, meter: list[int] | None = None,
+                   tolerate: frozenset[str] = frozenset()):
         """The protocol anomalies of an edited schedule: how the engine re-checks a rule's
         proposed repair; `only` limits the analysis to those (sizes, CTA) programs. None
         when the edited schedule does not parse or lower, when a structural rule rejects
-        it, or when its analysis is incomplete: a repair must leave a schedule that is
-        checked in full. `meter[0]` adds up the analysis work (ProtocolResult.work)."""
+        it, or when its analysis is incomplete other than where the original's was
+        (`tolerate`: the original's incomplete reasons): a repair must leave a schedule
+        that is checked in full wherever the original was. `meter[0]` adds up the
+        analysis work (ProtocolResult.work)."""
         try:
             schedule = parse_bytes(source.encode("utf-8"), self.vocabulary)
         except InputError:
@@ -209,7 +212,7 @@ class Checker:
         result = ctx.protocol if only is None else ctx.protocol_only(only)
         if meter is not None and result is not None:
             meter[0] += result.work
-        if result is None or result.incomplete:
+        if result is None or not set(result.incomplete) <= tolerate:
             return None
         return tuple(result.anomalies)
 

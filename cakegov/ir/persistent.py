@@ -42,7 +42,7 @@ def counters_in(expr: Expr) -> set[str]:
 def counters_of(body: tuple) -> tuple[str, ...]:
     """The counters a role body (IR statements) advances or reads, in order of first
     appearance: the lowering gives each one an `int` of the role (`LRole.counters`)."""
-    from cakegov.ir.nodes import Call, For
+    from cakegov.ir.nodes import Call, For, Warps
 
     out: dict[str, None] = {}
 
@@ -63,6 +63,8 @@ def counters_of(body: tuple) -> tuple[str, ...]:
             if isinstance(stmt, For):
                 if stmt.counter:
                     out.setdefault(stmt.counter, None)
+                visit(stmt.body)
+            elif isinstance(stmt, Warps):  # a block's loops advance the role's counters
                 visit(stmt.body)
             elif isinstance(stmt, Call):
                 for value in stmt.args.values():

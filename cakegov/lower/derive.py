@@ -123,6 +123,9 @@ class _Lowerer:
         self.roles = {r.name: r for r in schedule.roles}
         self.tx_bytes = self._pipeline_tx_bytes()
         self.subset: tuple[int, ...] | None = None  # warps of the `lm.warps` block lowered
+        # an issue-only role (`issuing_warp`): every op runs on this warp alone
+        self.forced: tuple[int, ...] | None = None
+        self._smem_roles: dict[str, bool] = {}
         self.subset_ids: dict[tuple[str, tuple[int, ...]], int] = {}
         self.layouts: dict[str, BufferLayout] = buffer_layouts(schedule)
         self.wgmma: WgmmaPlan = plan_wgmma(schedule, self.layouts)
@@ -227,6 +230,27 @@ class _Lowerer:
         return LNamedSync(**base, barrier=f"role {role.name}", id=ident, threads=warps * 32,
                           wait=True, derived=why)
 
+    def converges_before(self, role: RoleDecl, per: str) -> bool:
+        """Does an elected-lane arrive need `__syncwarp()` before it (docs/language.md,
+        "The convergence contract")? One lane arrives for its warp (`per="warp"`, or
+        `per="role"` where the role or block is one warp) after the role's threads
+        touched shared memory one by one: the lowering converges the warp first, so the
+        arrive carries every lane's accesses, reads and writes, as if the warp had
+        arrived together."""
+        warps = len(self.subset) if self.subset is not None else \
+            role.warp_stop - role.warp_start
+        if not (per == "warp" or (per == "role" and warps == 1)):
+            return False
+        if role.name not in self._smem_roles:
+            self._smem_roles[role.name] = any(
+                isinstance(stmt, Call) and any(
+                    x.space == "smem" and not x.collective
+                    for x in (*self.effects(stmt).reads, *self.effects(stmt).writes))
+                for stmt, _ in walk_statements(role.body)
+                if isinstance(stmt, Call) and not stmt.primitive.startswith(
+                    ("mbarrier_", "pipeline_", "named_barrier_")))
+        return self._smem_roles[role.name]
+
     def arrivals(self, role: RoleDecl, per: str) -> int:
         """Arrivals one arrive statement makes: inside `with lm.warps(...)` only the
         subset's warps arrive."""
@@ -244,16 +268,19 @@ class _Lowerer:
                                 body=self.body(stmt.body, role), subset=self.subset,
                                 counter=stmt.counter))
             elif isinstance(stmt, Warps):  # its ops carry the subset (LOp.subset)
-                self.subset = stmt.members
+                self.subset = self.forced or stmt.members
                 try:
                     out.extend(self.body(stmt.body, role))
                 finally:
-                    self.subset = None
-            elif self.subset is not None:
-                out.extend(op.model_copy(update={"subset": self.subset})
-                           for op in self.call(stmt, role))
+                    self.subset = self.forced
             else:
-                out.extend(self.call(stmt, role))
+                ops = self.call(stmt, role)
+                if self.subset is not None:
+                    ops = [op.model_copy(update={"subset": self.subset}) for op in ops]
+                if ops and out and _warp_fence(ops[0]) and _warp_fence(out[-1]) and \
+                        ops[0].derived and ops[0].subset == out[-1].subset:
+                    ops = ops[1:]  # the warp has just converged
+                out.extend(ops)
         return tuple(out)
 
     def call(self, call: Call, role: RoleDecl) -> list[LOp]:
@@ -288,6 +315,9 @@ class _Lowerer:
             per = a["per"].value if "per" in a else ("warp" if p == "mbarrier_arrive"
                                                       else "role")
             n = self.arrivals(role, per)
+            converge: list[LOp] = []
+            if p == "mbarrier_arrive" and self.converges_before(role, per):
+                converge = [LFence(**base, scope="warp", derived="arrive")]
             tx: Expr = Const(value=0)
             if p == "mbarrier_expect_tx":
                 value = a["bytes"]
@@ -295,7 +325,7 @@ class _Lowerer:
                     raise LoweringError(f"{call.path}: expect_tx bytes must be an index "
                                         "expression")
                 tx = resolve_stages(value.expr, self.stages)
-            return [LArrive(**base, barrier=self.barrier_name(bar),
+            return [*converge, LArrive(**base, barrier=self.barrier_name(bar),
                             index=self.barrier_index(bar), arrivals=n, tx=tx,
                             expects=p == "mbarrier_expect_tx", per=per, source=p,
                             cta=resolve_stages(a["cta"].expr, self.stages)
@@ -337,7 +367,13 @@ class _Lowerer:
             accs = self.wgmma_accumulators(role) if kind == "wgmma" else ()
             ops: list[LOp] = [LGroupWait(**base, group=kind, pending=pending.expr.value,
                                          source=p, wgmma=bool(accs), fragments=accs)]
-            if group_waits[0].barrier == "bulk":  # the role's other warps learn it too
+            if kind == "bulk":  # the role's other warps learn it too
+                ops.append(self.role_sync(role, base, p))
+            elif not accs:
+                # mma_async on mma.sync: each warp's MMA is done when it returns, but the
+                # schedule may rely on a group being one operation of its warpgroup (axiom
+                # A13: no warp retires it before every warp has issued it). The barrier
+                # over the role's warps here gives that, and more.
                 ops.append(self.role_sync(role, base, p))
             return ops
         if p == "fence_proxy":
@@ -443,6 +479,58 @@ class _Lowerer:
         return tuple(out)
 
 
+def _warp_fence(op: LOp) -> bool:
+    return isinstance(op, LFence) and op.scope == "warp"
+
+
+# Statements an issue-only role may hold (issuing_warp): waits, and what one elected
+# thread does (arming, arriving for the role, bulk copies, barrier initialisation).
+_WAITS = frozenset({"mbarrier_wait", "pipeline_wait"})
+_ELECTED = frozenset({"pipeline_acquire", "load", "mbarrier_init", "fence_barrier_init"})
+
+
+def issuing_warp(role: RoleDecl) -> int | None:
+    """The role-relative warp that does everything an *issue-only* role does, or None.
+
+    A role is issue-only when its body holds only waits and operations of one elected
+    thread (`arrive_expect_tx` and `arrive(per="role")`, bulk `load`s, `ring.acquire`,
+    `mbarrier.init`), all issued by one warp (its first, or the first of the blocks they
+    sit in): a TMA producer. Its other warps would only wait, and a warp that only waits
+    can fall any number of phases behind and then wait forever; CUTLASS's and DeepGEMM's
+    producers therefore run the load loop on one elected thread and let the others go
+    (`cute::elect_one_sync()`, docs/lowering.md). So does the lowering: the role's body
+    runs on this warp alone, as if the schedule had written `with lm.warps(w, w + 1):`
+    around it; no barrier over the role is needed before its copies."""
+    issuer: set[int] = set()
+
+    def visit(body: tuple[Stmt, ...], first: int) -> bool:
+        for stmt in body:
+            if isinstance(stmt, For):
+                if not visit(stmt.body, first):
+                    return False
+            elif isinstance(stmt, Warps):
+                if not visit(stmt.body, stmt.members[0]):
+                    return False
+            elif isinstance(stmt, Call):
+                p = stmt.primitive
+                if p in _WAITS:
+                    continue
+                per = stmt.args.get("per")
+                per = getattr(per, "value", None)
+                if p in _ELECTED or (p == "mbarrier_expect_tx" and per in (None, "role")) \
+                        or (p == "mbarrier_arrive" and per == "role"):
+                    issuer.add(first)
+                    continue
+                return False
+            else:
+                return False
+        return True
+
+    if not visit(role.body, 0) or len(issuer) != 1:
+        return None
+    return issuer.pop()
+
+
 def _warp_text(warps: tuple[int, ...]) -> str:
     step = warps[1] - warps[0] if len(warps) > 1 else 1
     if warps == tuple(range(warps[0], warps[-1] + 1, step)) and len(warps) > 2:
@@ -508,9 +596,16 @@ def _lower(schedule: Schedule, effects: Callable[[Call], Effects],
         op = None
         if role.regs is not None and role.regs != entry:
             op = "inc" if role.regs > entry else "dec"
+        issuer = issuing_warp(role)
+        lw.forced = lw.subset = (issuer,) if issuer is not None and \
+            role.warp_stop - role.warp_start > 1 else None
+        try:
+            body = lw.body(role.body, role)
+        finally:
+            lw.forced = lw.subset = None
         roles.append(LRole(name=role.name, warp_start=role.warp_start,
                            warp_stop=role.warp_stop, regs=role.regs, setmaxnreg=op,
-                           body=lw.body(role.body, role), counters=counters_of(role.body)))
+                           body=body, counters=counters_of(role.body)))
     buffers = []
     for decl in schedule.resources:
         if isinstance(decl, SmemDecl):

@@ -47,6 +47,8 @@ from cakegov.analysis.semantics import (
     MBarrier,
     NamedBarrier,
     OverArrival,
+    WarpgroupIssue,
+    warpgroup_of,
 )
 from cakegov.ir.expr import Env, EvalError, Expr, evaluate
 from cakegov.lower.kernel import (
@@ -259,6 +261,15 @@ class Machine:
                          groups={"wgmma": AsyncGroups(), "bulk": AsyncGroups()},
                          inflight={"wgmma": [], "bulk": []})
                 self.warps.append(w)
+        # wgmma groups are operations of a whole warpgroup (axiom A13): one issue count per
+        # warpgroup of every role whose mma_async lower to wgmma
+        self.warpgroups: dict[int, WarpgroupIssue] = {}
+        for w in self.warps:
+            if any(isinstance(op, LCompute) and op.group == "wgmma" and op.wgmma is not None
+                   for op in _ops(w.role.body)):
+                wg = self.warpgroups.setdefault(warpgroup_of(w.role.warp_start + w.rwarp),
+                                                WarpgroupIssue())
+                wg.members[w.index] = 0
         producers = {r.name for r in kernel.roles if _has(r.body, LCopy)}
         infos = [WarpInfo(w.index, w.role.name, w.role.name in producers, w.role.warps)
                  for w in self.warps]
@@ -393,6 +404,12 @@ class Machine:
             return w.groups[op.group].ready(op.pending)
         return True
 
+    def _warpgroup(self, p: Pending) -> WarpgroupIssue | None:
+        """The warpgroup a wgmma group belongs to (None: mma_async on mma.sync)."""
+        if p.kind != "wgmma" or p.op.wgmma is None:
+            return None
+        return self.warpgroups.get(warpgroup_of(p.warp.role.warp_start + p.warp.rwarp))
+
     def completable(self) -> list[Pending]:
         out = []
         heads: set[tuple[int, str]] = set()
@@ -401,7 +418,9 @@ class Machine:
                 out.append(p)
             elif (p.warp.index, p.kind) not in heads:  # groups finish in commit order
                 heads.add((p.warp.index, p.kind))
-                out.append(p)
+                wg = self._warpgroup(p)
+                if wg is None or wg.complete(p.clock):  # every warp has issued it
+                    out.append(p)
         return out
 
     def run(self) -> int:
@@ -668,6 +687,15 @@ class Machine:
         w.inflight[op.group] = [g for g in w.inflight[op.group] if g[0] > retired]
         if op.group == "wgmma":
             w.converge()  # wgmma.wait_group is .sync.aligned
+            wg = self.warpgroups.get(warpgroup_of(w.role.warp_start + w.rwarp)) \
+                if op.wgmma else None
+            for m in wg.members if wg is not None else ():
+                # the retired operations were the warpgroup's: their operand reads on
+                # behalf of every warp are complete (axiom A13)
+                other = self.group_agent.get((m, "wgmma"))
+                if other is not None:
+                    w.vz[other] = max(w.vz[other], retired)
+                    w.vr[other] = max(w.vr[other], retired)
         self.note(op.span.line, f"{where}: {op.source} pending={op.pending}: {retired} "
                                 "group(s) retired")
 
@@ -693,6 +721,8 @@ class Machine:
                                         line=op.span.line))
             if op.group == "wgmma":
                 w.converge()
+                if op.wgmma is not None:
+                    self.warpgroups[warpgroup_of(w.role.warp_start + w.rwarp)].issue(w.index)
             self.note(op.span.line, f"{where}: {op.primitive} issued (group {ordinal})")
             return
         text = f"{where}: {op.primitive}"
@@ -776,6 +806,14 @@ class Machine:
     # ---- the asynchronous proxy ---------------------------------------------------------
 
     def finish(self, p: Pending) -> None:
+        wg = self._warpgroup(p)
+        if wg is not None:  # one operation of the warpgroup: every warp's part finishes
+            for q in [q for q in self.pending if q.kind == "wgmma" and q.clock == p.clock
+                      and q.warp.index in wg.members and q is not p]:
+                self._finish(q)
+        self._finish(p)
+
+    def _finish(self, p: Pending) -> None:
         self.pending.remove(p)
         w = p.warp
         dm: Machine = self

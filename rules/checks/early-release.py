@@ -45,8 +45,10 @@ and fails under load or on another GPU.
 
 from cakegov.analysis.diagnose import (
     Candidate,
+    block_of,
     classify,
     evidence,
+    guard_slot,
     hand_off_after,
     hoisted_releases,
     program_of,
@@ -56,7 +58,7 @@ from cakegov.plugin import Repair
 
 CODE = "P010"
 NAME = "early-release"
-VERSION = "2.2.0"
+VERSION = "2.3.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -79,12 +81,12 @@ def _candidates(ctx, anomaly):
             if read.thread != write.thread and read.kind != "copy" and \
                     any(m.write and m.space == "smem" for m in write.mem) and \
                     not any(m.write for m in read.mem):
-                yield from _hoisted(program, read)
+                yield from _hoisted(program, read, write)
         return
     if second.thread == first.thread or \
             not any(m.write and m.space == "smem" for m in second.mem):
         return  # not a hand-off: another role overwriting what the MMA still reads
-    release = hand_off_after(program, first)
+    release = hand_off_after(program, first, guard_slot(program, second))
     if release is None:
         return
     events = program.threads[first.thread].events
@@ -97,22 +99,26 @@ def _candidates(ctx, anomaly):
                             f"`pending={pending}` so the group has finished reading the "
                             "stage when it is released", subject=release.path,
                             value=(first, release))
+    # a release in a `with lm.warps(...)` block (one signalling warp per warpgroup) moves
+    # with its block: out of it, every warp of the role would arrive
+    block = block_of(ctx.schedule, release.path)
+    anchor = block.path if block is not None else release.path
     later = [e for e in events[release.seq + 1:] if e.kind == "retire" and e.group == "wgmma"]
     if later and later[0].iters == release.iters:
-        yield Candidate((Repair("move_after", release.path, other=later[0].path),),
+        yield Candidate((Repair("move_after", anchor, other=later[0].path),),
                         "release the stage after the `lm.mma_wait` that retires its MMA",
                         subject=release.path, value=(first, release))
-    yield Candidate((Repair("insert", release.path, text="lm.mma_wait(pending=0)"),),
+    yield Candidate((Repair("insert", anchor, text="lm.mma_wait(pending=0)"),),
                     "insert `lm.mma_wait(pending=0)` before the release, so the group has "
                     "finished reading the stage", subject=release.path, value=(first, release))
 
 
-def _hoisted(program, read):
+def _hoisted(program, read, write):
     """Each release hoisted above the synchronous `read`, nearest first, proposed after
     the read: with the warp or role sync right before it (which orders the role's lanes
     before a one-lane arrive) when there is one, else alone."""
     events = program.threads[read.thread].events
-    for release in hoisted_releases(program, read):
+    for release in hoisted_releases(program, read, write):
         before = events[release.seq - 1] if release.seq > 0 else None
         alone = Repair("move_after", release.path, other=read.path)
         if before is not None and before.kind in ("fence", "named") and \

@@ -11,7 +11,10 @@ barrier's release covers only the arriving thread's own accesses (PTX memory mod
 rule proposes `lm.syncwarp()` (one warp, or lanes of one warp) or a named barrier over
 the role before the arrive (or the second access), has the engine re-check the schedule,
 and reports only when that removes the race: at the arrive, with the witness and the
-re-checked fix. A race between two names of the same bytes (a view declared with
+re-checked fix. Lanes of one warp that arrive through an elected lane need no user
+`lm.syncwarp()`: the lowering derives the `__syncwarp` (axiom A12), so only accesses by
+other warps of the role, or by one thread while others read, reach this rule. A race
+between two names of the same bytes (a view declared with
 `alias=` and its root) is left to P020 alias-race.
 
 ## Why is this bad?
@@ -21,9 +24,9 @@ gets a mix of new and stale data. Nothing deadlocks and nothing crashes; the res
 silently wrong, and only sometimes.
 
 ## Failing example
-`corpus/invalid/scale/elected_arrive_without_syncwarp.cake`:
+`corpus/invalid/gemm/elected_arrive_without_role_sync.cake`:
 ```python
-done[0].arrive(per="role")  # expect: P011
+cdone[0].arrive(per="role")  # expect: P011
 ```
 
 ## Passing example
@@ -39,6 +42,7 @@ from cakegov.analysis.diagnose import (
     Candidate,
     classify,
     evidence,
+    guard_slot,
     hand_off_after,
     program_of,
     role_sync_repairs,
@@ -47,13 +51,13 @@ from cakegov.analysis.diagnose import (
 
 CODE = "P011"
 NAME = "elected-arrive"
-VERSION = "2.2.0"
+VERSION = "2.3.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
 MOTIVATED_BY = (
-    "corpus/invalid/scale/elected_arrive_without_syncwarp.cake",
     "corpus/invalid/gemm/elected_arrive_without_role_sync.cake",
+    "corpus/invalid/gemm/coop_mma_sync_elected_release.cake",
 )
 
 _KINDS = ("race", "uninit", "lapped", "premature", "early-pass")
@@ -76,7 +80,7 @@ def _candidates(ctx, anomaly):
         return
     if anomaly.details.get("first_who") not in ("T", "W0"):
         return
-    arrive = hand_off_after(program, first)
+    arrive = hand_off_after(program, first, guard_slot(program, second))
     if arrive is None or arrive.kind != "arrive" or arrive.who == "T":
         return
     for lanes in (arrive.who == "W0", False):

@@ -54,7 +54,7 @@ from cakegov.plugin import Repair
 
 CODE = "P008"
 NAME = "missing-acquire-or-wait"
-VERSION = "2.4.0"
+VERSION = "2.5.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -83,12 +83,14 @@ def _candidates(ctx, anomaly):
     if anomaly.kind == "race" and len(anomaly.events) == 2:
         second, first = anomaly.events
         for access, other in ((second, first), (first, second)):
-            mem = next((m for m in access.mem if m.space == "smem"), None)
+            smem = [m for m in access.mem if m.space == "smem"]
+            # the operand the race is about (an mma reads two buffers)
+            mem = next((m for m in smem if m.name == anomaly.resource), smem[0] if smem else None)
             if mem is None:
                 continue
             ring = _ring_of(ctx, mem.name)
             writes = any(m.write for m in access.mem if m.name == mem.name)
-            if hoisted_releases(program, other if writes else access):
+            if hoisted_releases(program, other if writes else access, access if writes else other):
                 continue  # the reader handed the stage back before reading it: P010
             if ring is not None:
                 op = "acquire" if writes else "wait"

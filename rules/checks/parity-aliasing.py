@@ -9,8 +9,12 @@ parity bit cannot tell those phases apart. It happens when ping-pong waiters eac
 stage only every other time round a ring with an odd number of stages, or when a barrier
 has fewer slots than the phases that can be outstanding on it. The rule proposes an even
 stage count for the ring (changing the constant the schedule names it by, so every use
-agrees) and reports with the re-checked fix when that removes the anomaly; otherwise it
-reports the anomaly with advice (one slot per stage, indexed by the ring iteration).
+agrees) and reports with the re-checked fix when that removes the anomaly; otherwise, only when
+the barrier has fewer slots than the ring it guards has stages, it reports the anomaly
+with advice (one slot per stage, indexed by the ring iteration). A barrier that already
+has a slot per stage is left to the rules whose repair removes the anomaly (a release
+before its `mma_wait`, a byte count, a stage index), or to P099 with its witness: the
+rule never proposes a ring redesign to a ring that has one slot per stage.
 
 ## Why is this bad?
 A wait for phase `q + 2` passes as soon as phase `q` has completed, while phase `q + 1`
@@ -46,7 +50,7 @@ from cakegov.plugin import Repair
 
 CODE = "P007"
 NAME = "parity-aliasing"
-VERSION = "2.1.0"
+VERSION = "2.2.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -78,6 +82,26 @@ def _ping_pong(ctx, program, bar):
     return max(same, key=lambda b: (waiters(b.name), b is bar)) if same else bar
 
 
+def _ring_stages(ctx, program, bar) -> int:
+    """The stage count of the ring `bar` guards: the most stages of a buffer that a copy
+    completing on it writes or that its waiters touch next, else of any buffer."""
+    stages = {b.name: b.stages for b in ctx.protocol.kernel.buffers}
+    slots = {i for i, (n, _) in enumerate(program.slots) if n == bar.name}
+    seen: set[str] = set()
+    for t in program.threads:
+        after_wait = False
+        for ev in t.events:
+            if ev.kind == "copy" and ev.slot in slots:
+                seen.update(m.name for m in ev.mem)
+            if ev.kind == "wait":
+                after_wait = ev.slot in slots
+            elif after_wait and ev.mem:
+                seen.update(m.name for m in ev.mem if m.space == "smem")
+                after_wait = False
+    ring = [stages[n] for n in seen if n in stages]
+    return max(ring or list(stages.values()) or [1])
+
+
 def check(ctx):
     if ctx.protocol is None or structurally_rejected(ctx.findings):
         return
@@ -97,6 +121,8 @@ def check(ctx):
             if program is not None:  # the ring's stage count changed: name the barrier
                 bar = _ping_pong(ctx, program, bar)  # whose waiters skip its phases
                 decl = barrier_decl(ctx.schedule, bar.name) or decl
+        elif program is None or bar.stages >= _ring_stages(ctx, program, bar):
+            continue  # the ring already has a slot per stage: not this class (P099 left)
         else:
             fix = Fix(description="give the barrier one slot per stage the ring can hold, "
                                   "index it with the ring iteration (`bar[k % S]`) and wait "

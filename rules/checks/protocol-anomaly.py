@@ -15,18 +15,18 @@ A deadlock hangs the GPU; a race silently corrupts results. A verifier that only
 the defects it can name would let an unnamed one through.
 
 ## Failing example
-`corpus/invalid/gemm/accumulator_read_before_mma_wait.cake`:
+`corpus/invalid/attention/fa3_scheduler_init_missing.cake`:
 ```python
-        lm.store(C, at=(m0, n0), src=acc, mask=True)  # expect: P099
-        lm.mma_wait(pending=0)
+            kempty[j % S].wait(parity=(j // S + 1) % 2)  # expect: P099
 ```
 
+The failing case deletes math0's `mma_init` arrive on its own warp-scheduler barrier;
+docs/checker.md lists why no rule's repair fits it.
+
 ## Passing example
-`corpus/valid/gemm/wgmma_trailing_release_s4.cake`:
+`corpus/valid/attention/fa3_mainloop_d128.cake`:
 ```python
-        lm.mma_wait(pending=0)
-        ring.release(KT - 1)
-        lm.store(C, at=(m0, n0), src=acc, mask=True)
+        sched0.arrive()                                     # mma_init: WG1 goes first
 ```
 """
 
@@ -34,12 +34,12 @@ from cakegov.analysis.witness import witness_evidence
 
 CODE = "P099"
 NAME = "protocol-anomaly"
-VERSION = "2.1.0"
+VERSION = "2.2.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
 PHASE = "final"
-MOTIVATED_BY = ("corpus/invalid/gemm/accumulator_read_before_mma_wait.cake",)
+MOTIVATED_BY = ("corpus/invalid/attention/fa3_scheduler_init_missing.cake",)
 
 _WHAT = {
     "deadlock": "no role can make progress and no copy is in flight",

@@ -8,7 +8,10 @@ producer waits forever when it comes back to it; or an extra release that frees 
 nobody finished with. The rule proposes the missing `ring.release(...)` (in the loop, or
 after it for the last iteration) or deleting the extra release, has the engine re-check
 the schedule, and reports only when that removes the anomaly: at the loop that keeps the
-stage, or at the extra release, with the witness and the re-checked fix.
+stage, or at the extra release, with the witness and the re-checked fix. A drain release
+after a loop that names the wrong stage (`empty[KT % S]` for the last K tile's
+`empty[(KT - 1) % S]`: one stage released twice, the other never for its last phase) is
+re-indexed to the stage of the loop's last iteration, and reported at that release.
 
 ## Why is this bad?
 A missing release leaves the stage's empty barrier one phase short: the producer's
@@ -47,7 +50,7 @@ from cakegov.plugin import Repair
 
 CODE = "P009"
 NAME = "release-count"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -64,10 +67,30 @@ _KINDS = ("deadlock", "race", "lapped", "premature", "early-pass", "over-arrival
 def _candidates(ctx, anomaly):
     if anomaly.kind == "deadlock":
         yield from _missing(ctx)
+        yield from _reindexed(ctx)
         yield from _extra(ctx)
     else:
         yield from _extra(ctx)
+        yield from _reindexed(ctx)
         yield from _missing(ctx)
+
+
+def _reindexed(ctx):
+    """A drain release after a loop that names the wrong stage: the index of the loop's
+    last iteration instead (its trailing release one iteration on, or the stage its last
+    wait read)."""
+    sched = ctx.schedule
+    for call in calls(sched, ("mbarrier_arrive",)):
+        role = role_of(call.path)
+        loops = [s for s, _, r in statements(sched, role) if isinstance(s, For)
+                 and s.span.line < call.span.line and not call.path.startswith(s.path + ".")]
+        if not loops:
+            continue
+        loop = max(loops, key=lambda s: s.span.line)
+        for form in ("release", "wait"):
+            yield Candidate((Repair("reindex_last", call.path, other=loop.path, form=form),),
+                            f"release the stage of the last iteration of the loop at line "
+                            f"{loop.span.line}", subject=call.path, value="index")
 
 
 def _extra(ctx):
@@ -109,7 +132,11 @@ def _missing(ctx):
 def _report(ctx, anomaly, attempt, cand):
     node = ctx.node_at(cand.subject)
     role = role_of(cand.subject)
-    if cand.value == "extra":
+    if cand.value == "index":
+        message = (f"`{role}` hands back a stage other than the one its last iteration "
+                   f"took: one stage is released once more than it was taken and the "
+                   f"other never for its last phase, {anomaly.message}")
+    elif cand.value == "extra":
         message = (f"`{role}` hands a stage back once more than it took it: the extra "
                    f"release completes a phase no consumer finished, {anomaly.message}")
     else:

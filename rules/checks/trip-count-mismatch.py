@@ -35,13 +35,13 @@ multiples of the tile.
 """
 
 from cakegov.analysis.diagnose import Candidate, classify, evidence, program_of, role_of
-from cakegov.ir.nodes import For
+from cakegov.ir.nodes import Call, For
 from cakegov.ir.parse import walk_statements
 from cakegov.plugin import Repair
 
 CODE = "P019"
 NAME = "trip-count-mismatch"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -59,6 +59,18 @@ def _loops(ctx):
             for stmt, around in walk_statements(role.body) if isinstance(stmt, For)]
 
 
+_WAITS = ("pipeline_acquire", "pipeline_wait", "mbarrier_wait")
+
+
+def _only_waits(loop: For) -> bool:
+    """A loop whose body only waits (a producer's drain, CUTLASS `producer_tail`)
+    hands no tile over: its length is not the other role's loop's."""
+    for stmt, _ in walk_statements(loop.body):
+        if isinstance(stmt, Call) and stmt.primitive not in _WAITS:
+            return False
+    return True
+
+
 def _candidates(ctx, anomaly):
     program = program_of(ctx, anomaly)
     if program is None:
@@ -73,7 +85,7 @@ def _candidates(ctx, anomaly):
             if role_a == role_b or depth_a != depth_b or a.path not in trips or \
                     b.path not in trips:
                 continue
-            if trips[a.path] == trips[b.path]:
+            if trips[a.path] == trips[b.path] or _only_waits(a) or _only_waits(b):
                 continue
             # work left in flight: extend the shorter loop; a wait for work that never
             # comes: shorten the longer one

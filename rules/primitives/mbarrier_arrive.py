@@ -1,9 +1,14 @@
 """Arrive on an mbarrier (`mbarrier.arrive`): decrements its pending arrival count; the
 phase completes when pending arrivals and the transaction count both reach zero.
 
-By default one elected lane of each warp of the role arrives (`per="warp"`); writes to
-shared memory made by the other lanes must be ordered first (`lm.syncwarp()` or a named
-barrier).
+By default one elected lane of each warp of the role arrives (`per="warp"`). The arrive
+releases only what the arriving thread did and what was ordered before it (docs/checker.md,
+axioms A6 and A12). The lanes of the arriving warp need nothing from the schedule: after
+per-thread shared-memory accesses the lowering emits `__syncwarp()` before the elected
+arrive (`per="warp"`, or `per="role"` in a one-warp role), and a warp-collective or
+warpgroup-collective instruction before it already converged them. Accesses by the
+*other* warps of a role that arrives once (`per="role"` over several warps) must be
+ordered first: a named barrier over the role, or the wgmma group wait they all passed.
 
 With `cta=R` the arrival goes to the barrier at the same offset in the shared memory of
 CTA rank R of the thread-block cluster (`mapa.shared::cluster` then
@@ -15,7 +20,7 @@ arrival writes the peer's shared memory, so the peer must not exit before it has
 from cakegov.plugin import Arg, Effects, barrier_action
 
 NAME = "mbarrier_arrive"
-VERSION = "1.1.0"
+VERSION = "1.2.0"
 SPELLING = "mbarrier.arrive"
 RECEIVER = "bar"
 CATEGORY = "sync"

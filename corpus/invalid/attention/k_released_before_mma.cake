@@ -33,7 +33,7 @@ def attention_causal_k_early(lm, Q, K, V, O):
         q_s[0].load(Q, at=(m0, 0), barrier=qbar[0], pad=True)
         for j in lm.range(0, lm.cdiv(lm.N, BN)):
             kring.acquire(j)
-            k_s[kring.stage(j)].load(K, at=(j * BN, 0), barrier=kring.full(j), pad=True)  # expect: P099
+            k_s[kring.stage(j)].load(K, at=(j * BN, 0), barrier=kring.full(j), pad=True)
             vring.acquire(j)
             v_s[vring.stage(j)].load(V, at=(j * BN, 0), barrier=vring.full(j), pad=True)
     with math:
@@ -43,7 +43,7 @@ def attention_causal_k_early(lm, Q, K, V, O):
         qbar[0].wait(parity=0)
         for j in lm.range(0, lm.cdiv(lm.N, BN)):
             kring.wait(j)
-            kring.release(j)
+            kring.release(j)  # expect: P010
             lm.mma(s, q_s[0], k_s[kring.stage(j)], transpose_b=True, init=True)
             lm.elementwise(s_s[0], s, op="scale", alpha=0.08838834764831845)  # 1 / sqrt(128)
             team.sync()                                          # s_s complete

@@ -25,7 +25,7 @@ def attention_no_v_wait(lm, Q, K, V, O):
     ts = lm.fragment("f32", (BM,), role=math)
     l = lm.fragment("f32", (BM,), role=math)
     kring = lm.pipeline(stages=S, buffers=[k_s], producer=loader, consumer=math)
-    vring = lm.pipeline(stages=S, buffers=[v_s], producer=loader, consumer=math)  # expect: P007
+    vring = lm.pipeline(stages=S, buffers=[v_s], producer=loader, consumer=math)
     m0 = lm.block(0) * BM
     with loader:
         qbar[0].arrive_expect_tx(bytes=lm.nbytes(q_s))
@@ -62,7 +62,7 @@ def attention_no_v_wait(lm, Q, K, V, O):
             lm.elementwise(c_s[0], corr, op="copy")
             team.sync()                                          # p_s, c_s complete
             lm.rowwise(acc, acc, c_s[0], op="mul")               # rescale O
-            lm.mma(acc, p_s[0], v_s[vring.stage(j)])
+            lm.mma(acc, p_s[0], v_s[vring.stage(j)])  # expect: P008
             vring.release(j)
         lm.elementwise(l_s[0], l, op="copy")
         team.sync()                                              # l_s complete

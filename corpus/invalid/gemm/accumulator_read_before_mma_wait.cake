@@ -1,7 +1,7 @@
 """Warp-specialized GEMM with asynchronous tensor-core MMAs whose epilogue stores the
 accumulator before `lm.mma_wait(pending=0)` has retired the last mma_async group: the
-store reads registers the tensor cores may still be writing. No specific protocol rule
-names this class yet; the exploration finds the race and P099 reports it with the witness.
+store reads registers the tensor cores may still be writing. P028 names the class:
+the race goes away when the store moves after the `lm.mma_wait` that retires the group.
 Derived from corpus/valid/gemm/wgmma_trailing_release_s4.cake by moving the store up."""
 @cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
 def gemm_wgmma_store_before_wait(lm, A, B, C):
@@ -28,6 +28,6 @@ def gemm_wgmma_store_before_wait(lm, A, B, C):
             lm.mma_async(acc, a_s[ring.stage(k)], b_s[ring.stage(k)], transpose_b=True)
             lm.mma_wait(pending=1)                            # group k - 1 has finished
             ring.release(k - 1)
-        lm.store(C, at=(m0, n0), src=acc, mask=True)  # expect: P099
+        lm.store(C, at=(m0, n0), src=acc, mask=True)  # expect: P028
         lm.mma_wait(pending=0)
         ring.release(KT - 1)

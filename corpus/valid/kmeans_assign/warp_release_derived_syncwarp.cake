@@ -1,11 +1,11 @@
-"""k-means assignment on a raw 6-stage ring whose math role was changed from one release
-per thread to one per warp (`empty` count 4, `arrive()` with its default `per="warp"`)
-without the `lm.syncwarp()` that must precede an elected arrive: lane 0 of each math
-warp releases the stage for its whole warp, but its arrive carries only its own reads
-of `x_s`; lanes 1..31 may still be reading the point tile when the loader's refill of
-the stage lands. Derived from
-corpus/valid/kmeans_assign/manual_init_thread_release_s6.cake with `count=4` and
-`arrive()`."""
+"""k-means assignment on a raw 6-stage ring whose math role releases each stage once per
+warp (`empty` count 4, `arrive()` with its default `per="warp"`) with no `lm.syncwarp()`
+written before it. Legal under the convergence contract (docs/language.md): the lanes of
+each math warp read `x_s` per thread, so the lowering emits `__syncwarp()` before the
+elected arrive (axiom A11: only `__syncwarp` orders the lanes' accesses before the elected
+lane's release). Derived from corpus/valid/kmeans_assign/manual_init_thread_release_s6.cake
+with `count=4` and `arrive()`."""
+# expect: clean
 @cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
 def kmeans_manual_init_thread_release_s6(lm, X, C, labels):
     BR, TILES, S = 64, 8, 6
@@ -39,6 +39,6 @@ def kmeans_manual_init_thread_release_s6(lm, X, C, labels):
         for t in lm.range(0, TILES):
             full[t % S].wait(parity=(t // S) % 2)
             lm.sqdist(dist, x_s[t % S], c_s)
-            empty[t % S].arrive()  # expect: P011
+            empty[t % S].arrive()
             lm.reduce(lab, dist, op="argmin", axis=1)
             lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)

@@ -1,0 +1,41 @@
+"""valid/gemm/cutlass_coop_wgmma_s4.cake with the tail release off by one: `empty[KT % S]`,
+the stage the next position would use, instead of `empty[(KT - 1) % S]`, the stage of
+the last K tile. The index stays in range; stage (KT - 1) % 4 is never released for its
+last phase, so the producer's load_tail (CUTLASS `producer_tail`) waits for it forever,
+and stage KT % 4 receives one release more than it was filled. One defect: the stage
+index of the tail release (a release missing on one stage, one too many on another)."""
+@cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
+def gemm_cutlass_coop_wgmma_s4(lm, A, B, C):
+    BM, BN, BK, S = 128, 128, 64, 4
+    KT = lm.cdiv(lm.K, BK)
+    lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=12)
+    a_s = lm.smem("bf16", (BM, BK), stages=S, swizzle="128B")
+    b_s = lm.smem("bf16", (BN, BK), stages=S, swizzle="128B")
+    full = lm.mbarrier(count=1, stages=S)                    # one arm by the producer leader
+    empty = lm.mbarrier(count=2, stages=S)                   # one signalling thread per consumer warpgroup
+    producer = lm.role(warps=range(0, 4), regs=40)
+    consumer = lm.role(warps=range(4, 12), regs=232)
+    acc = lm.fragment("f32", (BM, BN), role=consumer)
+    m0, n0 = lm.block(0) * BM, lm.block(1) * BN
+    with producer:
+        with lm.warps(0, 1):                                 # ProducerWarpRole::Mainloop
+            for k in lm.range(0, KT):
+                empty[k % S].wait(parity=(k // S + 1) % 2)   # producer_acquire
+                full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
+                a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
+                b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True)
+            for k in lm.range(KT, KT + S):                   # load_tail / producer_tail
+                empty[k % S].wait(parity=(k // S + 1) % 2)
+    with consumer:
+        full[0].wait(parity=0)                               # first K tile, peeled
+        lm.mma_async(acc, a_s[0], b_s[0], transpose_b=True, init=True)
+        for k in lm.range(1, KT):
+            full[k % S].wait(parity=(k // S) % 2)            # consumer_wait
+            lm.mma_async(acc, a_s[k % S], b_s[k % S], transpose_b=True)
+            lm.mma_wait(pending=1)                           # warpgroup_wait<K_PIPE_MMAS>
+            with lm.warps(0, 8, 4):
+                empty[(k - 1) % S].arrive()                  # consumer_release(smem_pipe_release)
+        lm.mma_wait(pending=0)                               # mma_tail: warpgroup_wait<0>
+        with lm.warps(0, 8, 4):
+            empty[KT % S].arrive()  # expect: P009
+        lm.store(C, at=(m0, n0), src=acc, mask=True)

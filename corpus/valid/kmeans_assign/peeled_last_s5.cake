@@ -1,0 +1,40 @@
+"""corpus/valid/kmeans_assign/prologue_ring_s5.cake with the math role's last tile peeled
+out of its loop (as a kernel does to fuse an epilogue into the last iteration): the loop
+runs `t < TILES - 1` and the peeled iteration waits, reads and releases ring position
+`TILES - 1`, the position the loop would have taken next."""
+# expect: clean
+@cake.schedule(target="sm_90a", workload="kmeans_assign", sizes={"K": 16, "D": 64})
+def kmeans_peeled_last_s5(lm, X, C, labels):
+    BR, TILES, S = 64, 8, 5
+    lm.launch(grid=(lm.cdiv(lm.N, BR * TILES),), warps=8)
+    c_s = lm.smem("f32", (16, 64))
+    x_s = lm.smem("f32", (BR, 64), stages=S)
+    cbar = lm.mbarrier(count=1)
+    loader = lm.role(warps=range(0, 4), regs=40)
+    math = lm.role(warps=range(4, 8), regs=232)
+    dist = lm.fragment("f32", (BR, 16), role=math)
+    lab = lm.fragment("i32", (BR,), role=math)
+    ring = lm.pipeline(stages=S, buffers=[x_s], producer=loader, consumer=math)
+    r0 = lm.block(0) * BR * TILES
+    with loader:
+        cbar[0].arrive_expect_tx(bytes=lm.nbytes(c_s))
+        c_s[0].load(C, at=(0, 0), barrier=cbar[0])
+        for t in lm.range(0, S):                      # prologue: fill every stage
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+        for t in lm.range(S, TILES):                  # steady state: refill released stages
+            ring.acquire(t)
+            x_s[ring.stage(t)].load(X, at=(r0 + t * BR, 0), barrier=ring.full(t), pad=True)
+    with math:
+        cbar[0].wait(parity=0)
+        for t in lm.range(0, TILES - 1):
+            ring.wait(t)
+            lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            ring.release(t)
+            lm.reduce(lab, dist, op="argmin", axis=1)
+            lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)
+        ring.wait(TILES - 1)
+        lm.sqdist(dist, x_s[ring.stage(TILES - 1)], c_s)
+        ring.release(TILES - 1)
+        lm.reduce(lab, dist, op="argmin", axis=1)
+        lm.store(labels, at=(r0 + (TILES - 1) * BR,), src=lab, mask=True)
