@@ -96,14 +96,16 @@ def test_long_loops_are_spliced_and_time_does_not_follow_the_trip_count(checker)
 
 
 @pytest.mark.slow
-def test_the_analysis_is_deterministic(fresh_checker):
-    checker = fresh_checker  # computes every time (the shared `checker` remembers)
+def test_the_analysis_is_deterministic(fresh_checker, checker):
+    """Two independent computations agree: the fresh checker computes every time; the
+    shared one answers with what another Checker computed (often in the other xdist
+    worker) or computes it now."""
     text = (ROOT / "corpus/invalid/gemm/raw_empty_wait_missing.cake").read_text()
-    first = analyze(context(checker, text).lowered, context(checker, text).shapes)
-    second = analyze(context(checker, text).lowered, context(checker, text).shapes)
+    first = analyze(context(fresh_checker, text).lowered, context(fresh_checker, text).shapes)
+    second = analyze(context(fresh_checker, text).lowered, context(fresh_checker, text).shapes)
     assert [(a.key, a.witness) for a in first.anomalies] == \
         [(a.key, a.witness) for a in second.anomalies]
-    one = render_json(checker.check_paths([ROOT / "corpus/invalid/gemm"]), "d")
+    one = render_json(fresh_checker.check_paths([ROOT / "corpus/invalid/gemm"]), "d")
     two = render_json(checker.check_paths([ROOT / "corpus/invalid/gemm"]), "d")
     assert one == two
 
