@@ -467,6 +467,7 @@ def test_every_axiom_is_sourced_numbered_and_implemented():
         assert "PTX ISA" in a.source or "Programming Guide" in a.source, a.id
         assert "https://docs.nvidia.com/" in a.source, a.id
         assert a.implemented_by, a.id
+        assert len(a.if_false) > 40, a.id  # what a device would show if it were false
         for ref in a.implemented_by:
             _resolve(ref)
 
@@ -475,6 +476,7 @@ def test_checker_docs_list_every_axiom():
     text = (ROOT / "docs" / "checker.md").read_text(encoding="utf-8")
     for a in AXIOMS:
         assert f"**{a.id} {a.title}**" in text, a.id
+        assert f"  If it were false: {a.if_false}." in text, a.id
 
 
 def test_axiom_numbers_cited_in_code_exist():

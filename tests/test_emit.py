@@ -300,3 +300,17 @@ def test_expression_spelling():
     assert cexpr(Const(value=2**33)) == "8589934592LL"
     with pytest.raises(ExprSpellingError, match="resolved by the lowering"):
         cexpr(StageOf(pipeline="ring", iter=k))
+
+
+def test_an_elected_arrive_after_per_thread_accesses_is_emitted_after_syncwarp(kernel_of, emit):
+    """The convergence contract (docs/language.md): the schedule writes no `lm.syncwarp()`
+    before its elected arrive; the emitted kernel converges the warp right before it."""
+    path = CORPUS / "valid/scale/elected_arrive_derived_syncwarp.cake"
+    body = path.read_text(encoding="utf-8").split('"""')[2]
+    assert "lm.syncwarp()" not in body and ".arrive(" in body
+    lines = [ln.strip() for ln in emit(kernel_of(path)).source.splitlines()]
+    arrives = [i for i, ln in enumerate(lines) if ln.startswith("if (cg_rtid == 0) cg::arrive(")]
+    assert arrives
+    for i in arrives:
+        assert lines[i - 1].startswith("// @ ") and "mbarrier_arrive" in lines[i - 1]
+        assert lines[i - 2] == "__syncwarp();", lines[i - 3:i + 1]

@@ -23,7 +23,7 @@ the token. The test suite resolves every reference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 PTX = "https://docs.nvidia.com/cuda/parallel-thread-execution/index.html"
 GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
@@ -37,6 +37,9 @@ class Axiom:
     source: str
     status: str  # documented | assumed | lowering
     implemented_by: tuple[str, ...]
+    # what a device would show if the axiom were false: the observation a GPU litmus test
+    # looks for (set below, one sentence per axiom)
+    if_false: str = ""
 
 
 AXIOMS: tuple[Axiom, ...] = (
@@ -265,6 +268,97 @@ AXIOMS: tuple[Axiom, ...] = (
     ),
 )
 
+# What a device would show if each axiom were false (docs/checker.md prints it under the
+# axiom; tests/test_axioms.py requires one per axiom).
+IF_FALSE: dict[str, str] = {
+    "A1": (
+        "a wait on a phase whose arrivals are all in would block (or pass before the last "
+        "arrival): correct kernels hang, or read a stage before its copy lands (wrong values "
+        "that vary run to run)"
+    ),
+    "A2": (
+        "a consumer that waits with the parity of the current phase would pass (or block) one"
+        " phase off: the simulator's and the checker's lapping findings would not reproduce "
+        "as hangs or stale reads, and valid rings would deadlock"
+    ),
+    "A3": (
+        "producers that start on parity 1 (CUTLASS, every `ring.acquire`) would block on "
+        "their first acquire: every pipelined kernel in the corpus would hang at its first "
+        "stage"
+    ),
+    "A4": (
+        "an extra arrive would be absorbed or carried into the next phase instead of being "
+        "undefined: schedules the checker rejects for over-arrival would run correctly on the"
+        " device"
+    ),
+    "A5": (
+        "a copy that lands before its `expect_tx` would complete the phase early: the "
+        "consumer would read a stage the rest of the copy is still writing (wrong values at "
+        "random positions)"
+    ),
+    "A6": (
+        "a consumer past its wait could see stale shared memory written before the producer's"
+        " arrive: wrong values with every barrier in place, which compute-sanitizer's "
+        "racecheck would report"
+    ),
+    "A7": (
+        "a consumer that observed the copy's phase could still read old bytes, or a CTA could"
+        " exit with its copy done: wrong tiles, and no error from exits with copies in flight"
+    ),
+    "A8": (
+        "threads past a `bar.sync` could see writes made before the other participants' "
+        "arrival missing, or the barrier could complete with fewer threads: epilogue hand-"
+        "offs through shared memory would read stale data"
+    ),
+    "A9": (
+        "an unfenced generic write read by wgmma or a bulk store would be seen anyway: "
+        "schedules the checker rejects for a missing `fence.proxy.async` would give correct "
+        "results on every run"
+    ),
+    "A10": (
+        "a copy completing on a barrier initialised without the fence would still be counted:"
+        " the checker's initialisation findings would never show as a hang or a lost phase"
+    ),
+    "A11": (
+        "lanes past `__syncwarp` could miss writes of other lanes of their warp made before "
+        "it: warp-local exchanges through shared memory would read stale values"
+    ),
+    "A12": (
+        "lanes would run in lockstep, so an elected arrive after per-thread reads would be "
+        "safe without `__syncwarp`: nothing would break, but the checker would reject (and "
+        "the lowering would fence) schedules that are safe"
+    ),
+    "A13": (
+        "a wgmma group could retire before a lagging warp of its warpgroup issued its part: a"
+        " stage released by one thread per warpgroup after `wgmma.wait_group` could be "
+        "refilled while a warp still reads it (wrong values in that warp's rows of the tile)"
+    ),
+    "A14": (
+        "a lane past `mma.sync` or `ldmatrix` could run ahead of lanes still reading the "
+        "operands: a per-warp release after them would let a refill overwrite operands other "
+        "lanes still load"
+    ),
+    "A15": (
+        "`wait_group N` could return with an older group still running: accumulator or source"
+        " reads after the wait would see partial results"
+    ),
+    "A16": (
+        "nothing a schedule can observe: the lowering emits `wgmma.fence` before every "
+        "`mma_async` (if the fence were not needed the kernel would only be slower)"
+    ),
+    "A17": (
+        "a bulk store's source could be overwritten after issue without changing the bytes "
+        "stored: the checker's findings for overwriting before `wait_group.read` would never "
+        "show as wrong output"
+    ),
+    "A18": (
+        "a CTA could exit while a peer's copy or arrive into its shared memory is in flight "
+        "without faults: cluster schedules without the final cluster barrier would run "
+        "cleanly instead of faulting or corrupting a later CTA's memory"
+    ),
+}
+AXIOMS = tuple(replace(a, if_false=IF_FALSE[a.id]) for a in AXIOMS)
+
 BY_ID = {a.id: a for a in AXIOMS}
 STATUSES = ("documented", "assumed", "lowering")
 
@@ -278,4 +372,5 @@ def render_axioms() -> str:
         lines.append(f"  Source: {a.source}.")
         refs = ", ".join(f"`{r}`" for r in a.implemented_by)
         lines.append(f"  Implemented by: {refs}.")
+        lines.append(f"  If it were false: {a.if_false}.")
     return "\n".join(lines) + "\n"
