@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from cakegov.check.docs_url import ENV as DOC_BASE_ENV
 from cakegov.check.rulebook import Rulebook
 from cakegov.check.runner import Checker
 from cakegov.corpus.workloads import load_workloads
@@ -70,7 +72,8 @@ def shared_check(store: SharedStore, checker: Checker, data: bytes, file: str):
     """`checker.check_bytes(data, file)`, computed once per session (tests/shared.py)."""
     key = content_key("check", digest_bytes(data), file, checker.target_override,
                       rulebook_identity(checker.rulebook, checker.active_rules()),
-                      workloads_identity(checker.workloads))
+                      workloads_identity(checker.workloads),
+                      os.environ.get(DOC_BASE_ENV))  # findings carry their rule's doc URL
     return store.get(key, lambda: _CHECK_BYTES(checker, data, file))
 
 

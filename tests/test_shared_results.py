@@ -53,3 +53,15 @@ def test_map_leaves_an_entry_another_process_computes_for_last(tmp_path):
     thread.join()
     assert got == ["A", "B from the other", "C"]
     assert order == ["a", "c"]
+
+
+def test_the_shared_checker_keys_on_the_documentation_base(checker, monkeypatch):
+    """Findings carry their rule's documentation URL, which CAKEGOV_DOC_BASE sets: a
+    result checked under another base is not served."""
+    from .conftest import CORPUS
+
+    path = CORPUS / "invalid" / "gemm" / "smem_over_capacity.cake"
+    default = checker.check_path(path).findings[0].doc_url
+    monkeypatch.setenv("CAKEGOV_DOC_BASE", "https://example.org/cakegov/docs/")
+    moved = checker.check_path(path).findings[0].doc_url
+    assert moved.startswith("https://example.org/cakegov/docs/") and moved != default
