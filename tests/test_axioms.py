@@ -468,6 +468,10 @@ def test_every_axiom_is_sourced_numbered_and_implemented():
         assert "https://docs.nvidia.com/" in a.source, a.id
         assert a.implemented_by, a.id
         assert len(a.if_false) > 40, a.id  # what a device would show if it were false
+        # the documentation version it was read in, and the ISA version or compute
+        # capability that introduced what it rests on
+        assert re.search(r"(PTX ISA|CUDA) \d+\.\d+", a.versions), a.id
+        assert re.search(r"since (PTX ISA|CUDA|compute capability) \d+\.\d+", a.versions), a.id
         for ref in a.implemented_by:
             _resolve(ref)
 
@@ -477,6 +481,7 @@ def test_checker_docs_list_every_axiom():
     for a in AXIOMS:
         assert f"**{a.id} {a.title}**" in text, a.id
         assert f"  If it were false: {a.if_false}." in text, a.id
+        assert f"Versions: {a.versions}." in text, a.id
 
 
 def test_axiom_numbers_cited_in_code_exist():

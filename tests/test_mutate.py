@@ -17,7 +17,7 @@ from cakegov.corpus.oracle import BENIGN, LAUNCH, launch_outcome, outcome
 from cakegov.corpus.suite import Entry, SuiteError, load, plan, regenerate, render, vocabulary
 from cakegov.lower.kernel import LRole
 
-from .conftest import CORPUS
+from .conftest import CORPUS, RULES, WORKLOADS
 from .profiles import examples
 
 RAW = CORPUS / "valid" / "gemm" / "raw_barriers_s2.cake"
@@ -218,6 +218,23 @@ def test_plan_deduplicates_by_schedule_identity(rulebook, workloads):
     from cakegov.corpus.suite import identity
 
     assert identity(RAW.read_text(), vocab) not in idents
+
+
+def test_labelling_over_worker_processes_gives_the_serial_labels(rulebook, workloads):
+    """`corpus mutate --jobs N` labels in worker processes, parts finishing in any order:
+    the entries come back in the planned order with the outcomes one process gives."""
+    from cakegov.corpus.suite import label, label_jobs
+
+    planned = plan(CORPUS, rulebook, workloads, sources=[RAW],
+                   operators=["count-plus-one", "drop-wait", "exceed-smem"])
+    assert len({p.identity for p in planned}) >= 3
+    serial = label(planned, rulebook, workloads)
+    assert len({e.outcome for e in serial}) >= 2  # a shuffle would be visible
+    seen: list[int] = []
+    parallel = label_jobs(planned, RULES, WORKLOADS, jobs=2, chunk=1, advance=seen.append)
+    assert parallel == serial
+    assert sum(seen) == len(planned)
+    assert label_jobs([], RULES, WORKLOADS, jobs=2) == []
 
 
 def test_stored_suite_is_current_and_labelled_by_outcome(rulebook, workloads):

@@ -40,6 +40,9 @@ class Axiom:
     # what a device would show if the axiom were false: the observation a GPU litmus test
     # looks for (set below, one sentence per axiom)
     if_false: str = ""
+    # the documentation versions the source was read in and the ISA versions that
+    # introduced the instructions the axiom rests on (set below)
+    versions: str = ""
 
 
 AXIOMS: tuple[Axiom, ...] = (
@@ -357,7 +360,43 @@ IF_FALSE: dict[str, str] = {
         "cleanly instead of faulting or corrupting a later CTA's memory"
     ),
 }
-AXIOMS = tuple(replace(a, if_false=IF_FALSE[a.id]) for a in AXIOMS)
+# The source of every axiom was read in the PTX ISA 9.0 and the CUDA C++ Programming Guide
+# of CUDA 13.0 (section names, not numbers: NVIDIA renumbers sections between releases).
+# The "since" versions are the PTX ISA versions and targets that introduced the instruction
+# forms the lowering emits for the axiom (as listed by CCCL's cuda::ptx reference, which
+# gives the ISA version and target of each form); a toolchain older than that cannot emit
+# the construct at all.
+READ_IN_PTX = "PTX ISA 9.0 (CUDA 13.0)"
+READ_IN_GUIDE = "CUDA C++ Programming Guide, CUDA 13.0"
+VERSIONS: dict[str, str] = {
+    "A1": f"{READ_IN_PTX}; mbarrier.init / arrive since PTX ISA 7.0, sm_80",
+    "A2": f"{READ_IN_PTX}; test_wait.parity since PTX ISA 7.1, sm_80; try_wait.parity "
+          "since PTX ISA 7.8, sm_90",
+    "A3": f"{READ_IN_PTX}; try_wait.parity since PTX ISA 7.8, sm_90",
+    "A4": f"{READ_IN_PTX}; mbarrier.arrive since PTX ISA 7.0, sm_80; the count operand "
+          "since PTX ISA 7.8, sm_90",
+    "A5": f"{READ_IN_PTX}; mbarrier.expect_tx, arrive.expect_tx and complete_tx since PTX "
+          "ISA 8.0, sm_90",
+    "A6": f"{READ_IN_PTX}; arrive.release and try_wait.acquire since PTX ISA 8.0, sm_90",
+    "A7": f"{READ_IN_PTX}; cp.async.bulk(.tensor) with mbarrier::complete_tx::bytes since "
+          "PTX ISA 8.0, sm_90",
+    "A8": f"{READ_IN_PTX}; bar.sync with a thread count since PTX ISA 2.0; barrier.sync "
+          "since PTX ISA 6.0",
+    "A9": f"{READ_IN_PTX}; fence.proxy.async since PTX ISA 8.0, sm_90",
+    "A10": f"{READ_IN_PTX}; fence.mbarrier_init.release.cluster since PTX ISA 8.0, sm_90",
+    "A11": f"{READ_IN_GUIDE}; __syncwarp since CUDA 9.0 (bar.warp.sync, PTX ISA 6.0, "
+           "sm_30)",
+    "A12": f"{READ_IN_GUIDE}; independent thread scheduling since compute capability 7.0",
+    "A13": f"{READ_IN_PTX}; wgmma.mma_async since PTX ISA 8.0, sm_90a",
+    "A14": f"{READ_IN_PTX}; mma.sync.aligned m16n8k16 since PTX ISA 7.0, sm_80",
+    "A15": f"{READ_IN_PTX}; wgmma.commit_group / wait_group and cp.async.bulk.commit_group "
+           "/ wait_group since PTX ISA 8.0 (sm_90a for wgmma, sm_90 for bulk copies)",
+    "A16": f"{READ_IN_PTX}; wgmma.fence since PTX ISA 8.0, sm_90a",
+    "A17": f"{READ_IN_PTX}; cp.async.bulk.wait_group.read since PTX ISA 8.0, sm_90",
+    "A18": f"{READ_IN_GUIDE} and {READ_IN_PTX}; mapa and barrier.cluster since PTX ISA "
+           "7.8, sm_90",
+}
+AXIOMS = tuple(replace(a, if_false=IF_FALSE[a.id], versions=VERSIONS[a.id]) for a in AXIOMS)
 
 BY_ID = {a.id: a for a in AXIOMS}
 STATUSES = ("documented", "assumed", "lowering")
@@ -369,7 +408,7 @@ def render_axioms() -> str:
              "do not edit by hand. -->", ""]
     for a in AXIOMS:
         lines.append(f"- **{a.id} {a.title}** ({a.status}). {a.statement}")
-        lines.append(f"  Source: {a.source}.")
+        lines.append(f"  Source: {a.source}. Versions: {a.versions}.")
         refs = ", ".join(f"`{r}`" for r in a.implemented_by)
         lines.append(f"  Implemented by: {refs}.")
         lines.append(f"  If it were false: {a.if_false}.")

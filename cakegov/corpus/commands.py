@@ -69,7 +69,21 @@ def _shard(text: str | None) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def _write_suite(corpus: Path, planned: list, book, wls, quiet: bool) -> None:
+def _label(planned: list, book, wls, jobs: int, rules: Path | None,
+           workloads: Path | None, advance) -> list:
+    from cakegov.corpus import suite as suites
+
+    if jobs > 1 and len(planned) > 1:
+        from cakegov.cli import resolve_rules, resolve_workloads
+
+        return suites.label_jobs(planned, resolve_rules(rules).resolve(),
+                                 resolve_workloads(workloads).resolve(), jobs=jobs,
+                                 advance=advance)
+    return suites.label(planned, book, wls, advance=advance)
+
+
+def _write_suite(corpus: Path, planned: list, book, wls, quiet: bool, jobs: int = 1,
+                 rules: Path | None = None, workloads: Path | None = None) -> None:
     from cakegov.check.lock import atomic_write
     from cakegov.corpus import suite as suites
     from cakegov.progress import progress
@@ -83,7 +97,7 @@ def _write_suite(corpus: Path, planned: list, book, wls, quiet: bool) -> None:
         except suites.SuiteError:
             kept = []
     with progress("labelling mutants", len(planned), quiet=quiet, unit="mutants") as advance:
-        entries = kept + suites.label(planned, book, wls, advance=advance)
+        entries = kept + _label(planned, book, wls, jobs, rules, workloads, advance)
     if kept:
         sys.stdout.write(f"reused {len(kept)} labels of the previous suite (same oracle)\n")
     atomic_write(path, suites.render(entries, digest))
@@ -106,6 +120,8 @@ def corpus_mutate(
                      "corpus/MUTANTS.json from the whole valid corpus.")] = False,
     list_ops: Annotated[bool, typer.Option("--list", help="List the operators and exit.")] =
     False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
+                    "labels are the same for any number).")] = 1,
     quiet: QuietOpt = False,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
@@ -137,10 +153,10 @@ def corpus_mutate(
         planned = sorted(random.Random(seed).sample(planned, limit),
                          key=lambda p: (p.mutant.source, p.mutant.operator, p.mutant.site))
     if suite:
-        _write_suite(corpus, planned, book, wls, quiet)
+        _write_suite(corpus, planned, book, wls, quiet, jobs, rules, workloads)
         return
     with progress("labelling mutants", len(planned), quiet=quiet, unit="mutants") as advance:
-        entries = suites.label(planned, book, wls, advance=advance)
+        entries = _label(planned, book, wls, jobs, rules, workloads, advance)
     for p, e in zip(planned, entries, strict=True):
         sys.stdout.write(f"{e.key}  line {e.line}  {e.outcome:<20} {e.what}\n")
         if out_dir is not None:

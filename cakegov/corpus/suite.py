@@ -123,6 +123,47 @@ def label(planned: Iterable[Planned], rulebook: Rulebook,
     return out
 
 
+_LOADED: dict[tuple[Path, Path], tuple[Rulebook, Mapping[str, Workload]]] = {}
+
+
+def _label_part(rules: Path, workloads: Path, seeds: int,
+                part: list[tuple[int, Planned]]) -> list[tuple[int, Entry]]:
+    """One worker process of `label_jobs`: it loads the rulebook and workloads itself
+    (plugins are modules, not data to send) and labels its part."""
+    from cakegov.corpus.workloads import load_workloads
+
+    key = (rules, workloads)
+    if key not in _LOADED:  # once per worker process, not once per part
+        _LOADED[key] = (Rulebook.load(rules), load_workloads(workloads))
+    book, wls = _LOADED[key]
+    entries = label([p for _, p in part], book, wls, seeds=seeds)
+    return [(i, e) for (i, _), e in zip(part, entries, strict=True)]
+
+
+def label_jobs(planned: Iterable[Planned], rules: Path, workloads: Path, *, jobs: int,
+               seeds: int = 3, chunk: int = 4,
+               advance: Callable[[int], None] | None = None) -> list[Entry]:
+    """`label` over `jobs` worker processes: the same entries in the same order (each
+    outcome depends on its mutant alone, never on which process labelled it or when)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    todo = list(enumerate(planned))
+    if not todo:
+        return []
+    parts = [todo[k:k + chunk] for k in range(0, len(todo), chunk)]
+    found: dict[int, Entry] = {}
+    context = multiprocessing.get_context("spawn")  # no state of this process is shared
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = [pool.submit(_label_part, rules, workloads, seeds, part) for part in parts]
+        for future in as_completed(futures):
+            done = future.result()
+            found.update(done)
+            if advance is not None:
+                advance(len(done))
+    return [found[i] for i in range(len(todo))]
+
+
 def oracle_digest(corpus: Path, rulebook: Rulebook) -> str:
     """What the outcomes depend on: the workloads, the primitive and target plugins, and
     the engine code that lowers, simulates and judges a launch (the parser's changes show
