@@ -27,6 +27,8 @@ from cakegov.analysis.semantics import (
     NamedBarrier,
     OverArrival,
     WarpgroupIssue,
+    needs_proxy_fence,
+    proxy_fenced,
     warpgroup_of,
 )
 from cakegov.ir.parse import parse_bytes
@@ -434,6 +436,55 @@ def test_a18_neg_a_remote_arrive_into_an_exited_cta(checker, rulebook, workloads
                          case("invalid/scale/cluster_exit_without_sync.cake"), "P025", 39,
                          "in flight at exit")
     assert "remote write" in detail
+
+
+# ---- A19 generic accesses before an async-proxy write ----------------------------------
+
+
+def test_a19_pos_a_fence_after_the_read_and_known_to_the_writer_orders_it(checker, rulebook,
+                                                                         workloads):
+    # thread T reads at clock 5, fences at 6; the copy's issuer knows T up to clock 7
+    assert proxy_fenced([6], 5, 7)
+    assert proxy_fenced([2, 6, 9], 5, 6)  # the first fence after the read is what counts
+    # two reads never conflict; an async read after a generic read needs nothing
+    assert not needs_proxy_fence("generic", False, "async", False)
+    assert not needs_proxy_fence("async", False, "async", True)  # one proxy: plain order
+    # on a schedule: the math warps fence after their last read, before the named barrier
+    # that the elected release follows
+    text = case("valid/knn/rows_elected_release_s5.cake")
+    assert "lm.fence_proxy()" in text
+    both_clean(checker, rulebook, workloads, text)
+
+
+def test_a19_neg_a_release_without_the_readers_fence(checker, rulebook, workloads):
+    assert not proxy_fenced([], 5, 9)  # never fenced
+    assert not proxy_fenced([4], 5, 9)  # fenced before the read, not after
+    assert not proxy_fenced([8], 5, 7)  # fenced after the read but after the hand-off
+    assert needs_proxy_fence("generic", False, "async", True)  # a read, then a refill
+    assert needs_proxy_fence("generic", True, "async", True)  # a write, then a refill
+    detail = both_reject(checker, rulebook, workloads,
+                         case("invalid/knn/rows_elected_release_without_proxy_fence.cake"),
+                         "P013", 37, "race")
+    assert "async proxy after a generic read" in detail and "fence.proxy.async" in detail
+
+
+def test_a19_neg_the_lowering_fences_an_mbarrier_release_not_a_named_barrier(rulebook,
+                                                                              workloads):
+    """The FA3 transcription reads K with `lm.mma` (ldmatrix, generic) and releases it
+    with a per-warp arrive: the lowering fences right before the arrive, so the schedule
+    needs no `lm.fence_proxy()`; a named barrier gets no fence from the lowering."""
+    rel = "valid/attention/fa3_mainloop_d128.cake"
+    assert "fence_proxy" not in case(rel)
+    src = _cuda(rel, rulebook, workloads)
+    lines = [x.strip() for x in src.splitlines()]
+    arrives = [i for i, x in enumerate(lines) if x.startswith("// @ roles.math0")
+               and x.endswith("mbarrier_arrive")]
+    assert len(arrives) == 3  # kempty, vempty, o_done
+    for i in arrives:
+        before = [x for x in lines[i - 6:i] if not x.startswith("//")]
+        assert "cg::fence_proxy_async();" in before, lines[i - 6:i + 1]
+    named = [i for i, x in enumerate(lines) if x.startswith("cg::named_arrive<")]
+    assert named and all(lines[i - 2] != "cg::fence_proxy_async();" for i in named)
 
 
 # ---- the registry itself ---------------------------------------------------------------

@@ -57,6 +57,31 @@ def test_rule_table_counts_true_and_false_positives_and_misses():
     assert s["known_gaps"] == ["d: R010@2"]
 
 
+def test_the_share_named_at_the_labelled_line_and_the_p099_share():
+    result = RunResult(rules=["P001", "P002", "P099"], items=[
+        _item("a", "gemm", False, ["P001@3"], ["P001@3"], verdict="rejected"),
+        # the right code at the wrong line, and P099 instead of the labelled code
+        _item("b", "gemm", False, ["P001@4"], ["P001@5"], status="mismatch",
+              verdict="rejected"),
+        _item("c", "scale", False, ["P002@9"], ["P099@9"], status="mismatch",
+              verdict="rejected"),
+        # a known gap counts as not named; a valid item does not count at all
+        _item("d", "scale", False, [], [], todo=["P002@2"], status="known gap"),
+        _item("e", "scale", True, [], []),
+    ])
+    s = summary(result)
+    assert s["named_at_line"] == [1, 4] and s["named_at_line_rate"] == 0.25
+    assert s["p099_items"] == ["c"] and s["p099_rate"] == 0.25
+    assert "labelled code at the labelled line in 25.0% of invalid items, below 90.0%" in \
+        failed(result, min_at_line=0.9)
+    assert not any("labelled line" in f for f in failed(result, min_at_line=0.25))
+    assert not any("labelled line" in f for f in failed(result))  # no gate asked for
+    from cakegov.corpus.run import render_text
+
+    assert "labelled code at the labelled line: 25.0% (1/4 invalid items); P099: 25.0% " \
+        "(1 invalid items: c)" in render_text(result)
+
+
 def test_kill_rate_and_benign_acceptance():
     ms = [MutantResult(f"m{i}", "drop-wait", "race", "rejected", 1, "") for i in range(3)]
     ms += [MutantResult("s", "flip-parity", "deadlock", "clean", 1, ""),

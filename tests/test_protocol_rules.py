@@ -377,7 +377,11 @@ def test_a_role_reads_then_one_thread_releases_for_all_its_warps(checker):
     f = _only(checker, src, "P011")
     assert f.span.line == _line(src, 'empty[t % 2].arrive(per="role")')
     assert f.evidence["anomaly"] == "race"
-    assert len(f.fixes[0].edits) == 2  # a named barrier over the role, and its sync
+    # a named barrier over the role and its sync, each thread fencing its generic reads
+    # first: the barrier alone orders them for generic accesses, not for the refill
+    edits = [e.text.strip() for e in f.fixes[0].edits]
+    assert len(edits) == 3 and edits[1] == "lm.fence_proxy()"
+    assert edits[2].endswith(".sync()") and "named_barrier" in edits[0]
 
 
 # ---- P015 ---------------------------------------------------------------------------

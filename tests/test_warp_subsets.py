@@ -50,9 +50,9 @@ def test_blocks_are_ir_nodes_with_their_warps(checker):
     math = schedule.role("math")
     blocks = [s for s, _ in walk_statements(math.body) if isinstance(s, Warps)]
     assert [b.members for b in blocks] == [(0, 1, 2, 3), (4, 5, 6, 7), (0, 4)]
-    assert blocks[2].step == 4 and blocks[2].path == "roles.math.body[0].body[4]"
+    assert blocks[2].step == 4 and blocks[2].path == "roles.math.body[0].body[5]"
     inner = blocks[2].body[0]
-    assert inner.path == "roles.math.body[0].body[4].body[0]"
+    assert inner.path == "roles.math.body[0].body[5].body[0]"
     assert inner.primitive == "mbarrier_arrive"
     assert '"kind":"warps"' in canonical_json(schedule)
 

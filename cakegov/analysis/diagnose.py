@@ -432,17 +432,20 @@ def fresh_name(ctx, base: str) -> str:
     return name
 
 
-def role_sync_repairs(ctx, role: str, before: str, lanes_only: bool = False
-                      ) -> tuple[Repair, ...] | None:
+def role_sync_repairs(ctx, role: str, before: str, lanes_only: bool = False,
+                      fence: bool = False) -> tuple[Repair, ...] | None:
     """Repairs that synchronise every thread of `role` before statement `before`:
     `lm.syncwarp()` for one warp (or when only lanes of one warp must be ordered), else a
-    named barrier over the role, declared for it."""
+    named barrier over the role, declared for it. With `fence`, every thread first
+    executes `lm.fence_proxy()`: what the hand-off then releases includes the threads'
+    generic accesses for an async-proxy write (a copy refilling the stage, axiom A19)."""
     r = ctx.schedule.role(role)
     if r is None:
         return None
     warps = r.warp_stop - r.warp_start
+    first = (Repair("insert", before, text="lm.fence_proxy()"),) if fence else ()
     if warps == 1 or lanes_only:
-        return (Repair("insert", before, text="lm.syncwarp()"),)
+        return (*first, Repair("insert", before, text="lm.syncwarp()"))
     block = block_of(ctx.schedule, before)
     if block is not None:  # a barrier over the role is reached by every warp: outside
         before = block.path
@@ -450,9 +453,11 @@ def role_sync_repairs(ctx, role: str, before: str, lanes_only: bool = False
     if ident is None:
         return None
     name = fresh_name(ctx, f"{role}_sync")
+    if fence:
+        first = (Repair("insert", before, text="lm.fence_proxy()"),)
     return (Repair("declare", text=f"{name} = lm.named_barrier(id={ident}, "
                                    f"threads={32 * warps})"),
-            Repair("insert", before, text=f"{name}.sync()"))
+            *first, Repair("insert", before, text=f"{name}.sync()"))
 
 
 def guard_slot(program: Program, writer: Event) -> int | None:

@@ -42,6 +42,8 @@ from cakegov.analysis.semantics import (
     NamedBarrier,
     OverArrival,
     WarpgroupIssue,
+    needs_proxy_fence,
+    proxy_fenced,
     warpgroup_of,
 )
 
@@ -403,6 +405,10 @@ class Executor:
                 covered |= rec.mem.mask
                 if not m.write and m.proxy == "async" and rec.mem.proxy == "generic":
                     self.check_fence(t, i, rec, ev, m)
+            # (an MMA group on the mma.sync path reads through the generic proxy too)
+            if m.write and ordered and \
+                    needs_proxy_fence(rec.mem.proxy, rec.mem.write, m.proxy, m.write):
+                self.check_refill_fence(t, rec, ev, m)
             superseded = m.write and ordered and (rec.mem.mask & ~mask) == 0
             same_reader = (not m.write and not rec.mem.write and rec.thread == i
                            and rec.lane == lane and rec.mem.mask == mask)
@@ -453,6 +459,32 @@ class Executor:
             "with no fence.proxy.async between the write and the hand-off",
             (ev, rec.event), m.name, stage=m.stage, fenced_late=bool(rec.fenced))
 
+    def check_refill_fence(self, t: _Thread, rec: _Rec, ev: Event, m: Mem) -> None:
+        """An async-proxy write (a copy refilling a stage) after another thread's generic
+        read or write of the same bytes, ordered by a hand-off: that thread must have
+        fenced (fence.proxy.async) after its access and before the hand-off (axiom A19,
+        `proxy_fenced` of cakegov/analysis/semantics.py). The write's thread knows the
+        other's fence when its knowledge of the other's lanes reaches the fence."""
+        w = self.t[rec.thread]
+        lane = {"E": E, "W0": W0}.get(rec.mem.who, TM)  # the lanes that accessed
+        # the copy's own thread: a fence before the copy (program order, and the role sync
+        # the lowering puts before every copy, order every lane's fence before the issue)
+        known = t.c - 1 if w is t else t.know[w.base + lane]
+        # a group's access is stamped with its ordinal, not a thread clock: a fence marks
+        # it only once the group has retired, so any fence clock is after it
+        access = 0 if rec.async_ else rec.clock
+        if proxy_fenced([rec.fenced] if rec.fenced else [], access, known):
+            return
+        kind = "write" if rec.mem.write else "read"
+        self.record(
+            "proxy",
+            f"{ev.role} overwrites {m.where()} through the async proxy ({ev.primitive or ev.kind}"
+            f", {ev.where()}) after generic {kind}s by {rec.event.role} ({rec.event.where()}) "
+            f"with no fence.proxy.async in {rec.event.role} between its {kind} and the "
+            "hand-off",
+            (ev, rec.event), m.name, stage=m.stage, fenced_late=bool(rec.fenced),
+            refill=True, generic_kind=kind)
+
     def uninit(self, ev: Event, m: Mem, never: bool) -> None:
         self.record("uninit",
                     f"{ev.role} reads {m.where()} ({ev.where()}) but no write to it happens "
@@ -463,9 +495,14 @@ class Executor:
         ordered before later async-proxy accesses."""
         t = self.t[i]
         for hist in self.history.values():
-            for rec in hist:
-                if rec.thread == i and rec.mem.write and not rec.async_ and not rec.fenced:
+            for rec in hist:  # generic writes (A9) and generic reads or writes (A19)
+                if rec.thread != i or rec.fenced:
+                    continue
+                if not rec.async_ and (rec.mem.write or rec.mem.proxy == "generic"):
                     rec.fenced = t.c
+                elif rec.async_ and rec.mem.proxy == "generic" and rec.event.group and \
+                        rec.clock <= t.groups[rec.event.group].retired:
+                    rec.fenced = t.c  # the retired groups' generic (mma.sync) reads
 
     # ---- barriers -------------------------------------------------------------------
 

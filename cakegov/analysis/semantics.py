@@ -206,3 +206,37 @@ class WarpgroupIssue:
     def missing(self, ordinal: int) -> list[int]:
         """The members that have not issued group `ordinal` yet."""
         return [m for m, n in self.members.items() if n < ordinal]
+
+
+# ---- proxies -----------------------------------------------------------------------------
+#
+# PTX ISA, "Memory Consistency Model: Proxies" and membar/fence (`fence.proxy.async`):
+# accesses to one location through different proxies are ordered only through a proxy
+# fence. A release/acquire pair (an mbarrier arrive and the wait that observes its phase, a
+# named barrier) orders generic-proxy accesses for generic-proxy accesses only. So an
+# async-proxy access (a TMA or bulk copy writing a stage, a bulk store or wgmma reading
+# one) that a hand-off orders after a generic-proxy access of the same shared-memory bytes
+# by thread T is ordered after it only when T executed `fence.proxy.async` after that
+# access and the fence itself is ordered before the async-proxy access (T's fence happens
+# before the hand-off). Both directions need it: generic writes read by the async proxy
+# (axiom A9) and generic reads or writes followed by an async-proxy write of the same bytes
+# (axiom A19: the write-after-read the FlashAttention-3 transcriptions hit on an H200).
+
+def proxy_fenced(fences: list[int], access: int, known: int) -> bool:
+    """Is thread T's generic access at clock `access` ordered before an async-proxy access
+    of the same bytes? `fences` are the clocks of T's `fence.proxy.async`, ascending;
+    `known` is the latest clock of T that happens before the async-proxy access (through
+    the hand-off). True when some fence lies after the access and within what is known."""
+    import bisect
+
+    i = bisect.bisect_right(fences, access)
+    return i < len(fences) and fences[i] <= known
+
+
+def needs_proxy_fence(first_proxy: str, first_write: bool, second_proxy: str,
+                      second_write: bool) -> bool:
+    """Does a hand-off between two accesses of the same bytes need the first accessor's
+    proxy fence? Only when a generic access is followed by an async-proxy access and at
+    least one of them writes (two reads never conflict)."""
+    return (first_proxy == "generic" and second_proxy == "async"
+            and (first_write or second_write))

@@ -180,6 +180,9 @@ def corpus_run(
     max_benign_rejected: Annotated[int, typer.Option("--max-benign-rejected", min=0,
                                    help="Fail when more benign mutants than this are "
                                    "rejected (each is listed either way).")] = 0,
+    min_at_line: Annotated[float | None, typer.Option("--min-at-line", min=0.0, max=1.0,
+                           help="Fail when fewer invalid items than this fraction are "
+                           "named by their labelled code at their labelled line.")] = None,
     fmt: Annotated[RunFormat, typer.Option("--format", "-f", help="Output format.")] =
     RunFormat.text,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
@@ -190,8 +193,9 @@ def corpus_run(
 ) -> None:
     """Check every corpus item against its labels and print per-rule precision and recall,
     rule coverage per family, the incomplete rate and, with --mutants, the mutation kill
-    rate. Exit 0 passed, 1 a label mismatch (or a benign mutant rejected, or the kill rate
-    below --min-kill-rate), 2 usage."""
+    rate, and how often the labelled code is found at the labelled line. Exit 0 passed, 1 a
+    label mismatch (or a benign mutant rejected, the kill rate below --min-kill-rate, the
+    labelled-line share below --min-at-line), 2 usage."""
     from cakegov.cli import usage_error
     from cakegov.corpus import run as runs
     from cakegov.corpus import suite as suites
@@ -224,8 +228,9 @@ def corpus_run(
         except suites.SuiteError as exc:
             raise usage_error(str(exc)) from None
     render = runs.render_json if fmt is RunFormat.json else runs.render_text
-    sys.stdout.write(render(result, min_kill_rate, max_benign_rejected))
-    raise typer.Exit(1 if runs.failed(result, min_kill_rate, max_benign_rejected) else 0)
+    sys.stdout.write(render(result, min_kill_rate, max_benign_rejected, min_at_line))
+    raise typer.Exit(1 if runs.failed(result, min_kill_rate, max_benign_rejected,
+                                      min_at_line) else 0)
 
 
 def corpus_accept(

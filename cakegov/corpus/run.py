@@ -245,6 +245,20 @@ def _rate(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
+def diagnosis_rates(items: list[Item]) -> dict[str, Any]:
+    """How often a rejection names the repair's cause: over the invalid items, the share
+    whose every labelled code (`# expect:` and `# todo-expect:`) is found at its labelled
+    line, and the share with a P099 finding (an anomaly no rule's repair removes)."""
+    invalid = [i for i in items if not i.valid]
+    labelled = [i for i in invalid if i.expected or i.todo]
+    at_line = [i for i in labelled if set(i.expected) | set(i.todo) <= set(i.found)]
+    p099 = [i for i in invalid if any(f.split("@")[0] == "P099" for f in i.found)]
+    return {"named_at_line_rate": _rate(len(at_line), len(labelled)),
+            "named_at_line": [len(at_line), len(labelled)],
+            "p099_rate": _rate(len(p099), len(invalid)),
+            "p099_items": [i.file for i in p099]}
+
+
 def summary(result: RunResult) -> dict[str, Any]:
     items = result.items
     families = sorted({i.family for i in items})
@@ -258,6 +272,7 @@ def summary(result: RunResult) -> dict[str, Any]:
         "known_gaps": [f"{i.file}: {', '.join(i.todo)}" for i in items if i.todo],
         "incomplete_rate": _rate(sum(1 for i in items if i.verdict == "incomplete"),
                                  len(items)),
+        **diagnosis_rates(items),
         "under_covered_rules": [code for code, fams in cov.items()
                                 if len(fams) < MIN_FAMILIES],
         "seconds": round(result.seconds, 1),
@@ -287,11 +302,16 @@ def summary(result: RunResult) -> dict[str, Any]:
 
 
 def failed(result: RunResult, min_kill_rate: float | None = None,
-           max_benign_rejected: int = 0) -> list[str]:
+           max_benign_rejected: int = 0, min_at_line: float | None = None) -> list[str]:
     """Why the run fails: label mismatches, more rejected benign mutants than allowed, a
-    kill rate below the threshold. Empty when it passes."""
+    kill rate below the threshold, a share of invalid items named by their labelled code
+    at their labelled line below `min_at_line`. Empty when it passes."""
     s = summary(result)
     out = [f"label mismatch: {f}" for f in s["mismatches"]]
+    at_line = s["named_at_line_rate"]
+    if min_at_line is not None and at_line is not None and at_line < min_at_line:
+        out.append(f"labelled code at the labelled line in {at_line:.1%} of invalid items, "
+                   f"below {min_at_line:.1%}")
     mutation = s.get("mutation")
     if mutation:
         rejected = mutation["benign_rejected"]
@@ -304,11 +324,11 @@ def failed(result: RunResult, min_kill_rate: float | None = None,
 
 
 def render_json(result: RunResult, min_kill_rate: float | None = None,
-                max_benign_rejected: int = 0) -> str:
+                max_benign_rejected: int = 0, min_at_line: float | None = None) -> str:
     data = {"summary": summary(result), "rules": rule_table(result),
             "coverage": coverage(result), "items": [asdict(i) for i in result.items],
             "mutants": [asdict(m) for m in result.mutants] if result.with_mutants else None,
-            "failures": failed(result, min_kill_rate, max_benign_rejected)}
+            "failures": failed(result, min_kill_rate, max_benign_rejected, min_at_line)}
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -317,7 +337,7 @@ def _pct(x: float | None) -> str:
 
 
 def render_text(result: RunResult, min_kill_rate: float | None = None,
-                max_benign_rejected: int = 0) -> str:
+                max_benign_rejected: int = 0, min_at_line: float | None = None) -> str:
     s = summary(result)
     lines = [f"{s['items']} items ({s['valid']} valid, {s['invalid']} invalid) in "
              f"{len(s['families'])} families ({', '.join(s['families'])}), shard "
@@ -336,8 +356,14 @@ def render_text(result: RunResult, min_kill_rate: float | None = None,
         lines.append(f"{r['rule']:<6} {r['tp']:>4} {r['fp']:>4} {r['fn']:>4} {r['gaps']:>4} "
                      f"{_pct(r['precision']):>10} {_pct(r['recall']):>7}  "
                      f"{', '.join(fams) or '-'}")
+    hit, labelled = s["named_at_line"]
     lines += ["", f"incomplete rate {_pct(s['incomplete_rate'])}; rules labelled in fewer "
-              f"than {MIN_FAMILIES} families: {len(s['under_covered_rules'])}"]
+              f"than {MIN_FAMILIES} families: {len(s['under_covered_rules'])}",
+              f"labelled code at the labelled line: {_pct(s['named_at_line_rate'])} "
+              f"({hit}/{labelled} invalid items); P099: {_pct(s['p099_rate'])} "
+              f"({len(s['p099_items'])} invalid items"
+              + (f": {', '.join(s['p099_items'][:3])}" if s["p099_items"] else "")
+              + (", ..." if len(s["p099_items"]) > 3 else "") + ")"]
     m = s.get("mutation")
     if m:
         lines += ["", f"mutants {m['mutants']}: {m['harmful']} harmful, {m['benign']} benign, "
@@ -350,7 +376,7 @@ def render_text(result: RunResult, min_kill_rate: float | None = None,
                          + (", ..." if len(keys) > 3 else "") + ")")
         for key in m["benign_rejected"]:
             lines.append(f"  benign but rejected: {key}")
-    problems = failed(result, min_kill_rate, max_benign_rejected)
+    problems = failed(result, min_kill_rate, max_benign_rejected, min_at_line)
     lines += ["", "FAILED: " + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else "")
               if problems else "passed"]
     return "\n".join(lines) + "\n"

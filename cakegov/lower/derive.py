@@ -126,6 +126,8 @@ class _Lowerer:
         # an issue-only role (`issuing_warp`): every op runs on this warp alone
         self.forced: tuple[int, ...] | None = None
         self._smem_roles: dict[str, bool] = {}
+        self._refilled: frozenset[str] | None = None  # buffers async-proxy writes refill
+        self._generic: dict[str, tuple[str, ...]] = {}  # role -> refilled, touched generically
         self.subset_ids: dict[tuple[str, tuple[int, ...]], int] = {}
         self.layouts: dict[str, BufferLayout] = buffer_layouts(schedule)
         self.wgmma: WgmmaPlan = plan_wgmma(schedule, self.layouts)
@@ -251,6 +253,47 @@ class _Lowerer:
                     ("mbarrier_", "pipeline_", "named_barrier_")))
         return self._smem_roles[role.name]
 
+    def generic_proxy(self, call: Call, proxy: str) -> str:
+        """The proxy an access of `call` really goes through: an `mma_async` the lowering
+        emits as `mma.sync` (no wgmma for it: cakegov/lower/warpgroup.py) reads its
+        shared-memory operands with `ldmatrix`, the generic proxy."""
+        if proxy == "async" and call.primitive == "mma_async" and \
+                call.path not in self.wgmma.calls:
+            return "generic"
+        return proxy
+
+    def refill_fenced(self, role: RoleDecl) -> tuple[str, ...]:
+        """The buffers an async-proxy write refills (a bulk or TMA copy lands in them) that
+        `role` reads or writes through the generic proxy. Non-empty: every release of the
+        role (pipeline `release`, mbarrier `arrive`) and the role sync before each of its
+        own bulk copies are preceded by `fence.proxy.async`, so the refill the hand-off
+        enables is ordered after the role's generic accesses (axiom A19; PTX ISA, memory
+        consistency model: proxies)."""
+        if self._refilled is None:
+            self._refilled = frozenset(
+                x.name for r in self.schedule.roles for stmt, _ in walk_statements(r.body)
+                if isinstance(stmt, Call)
+                for x in self.effects(stmt).writes if x.space == "smem" and x.proxy == "async")
+        if role.name not in self._generic:
+            self._generic[role.name] = tuple(sorted({
+                x.name for stmt, _ in walk_statements(role.body)
+                if isinstance(stmt, Call) and not stmt.primitive.startswith(
+                    ("mbarrier_", "pipeline_", "named_barrier_"))
+                for x in (*self.effects(stmt).reads, *self.effects(stmt).writes)
+                if x.space == "smem" and x.name in self._refilled
+                and self.generic_proxy(stmt, x.proxy) == "generic"}))
+        return self._generic[role.name]
+
+    def release_fence(self, role: RoleDecl, base: dict, why: str) -> list[LOp]:
+        """`fence.proxy.async` before a release of a role that touches refilled buffers
+        through the generic proxy (`refill_fenced`), else nothing."""
+        names = self.refill_fenced(role)
+        if not names:
+            return []
+        return [LFence(**base, scope="proxy_async",
+                       derived=f"{why} after generic accesses of "
+                               + ", ".join(f"`{n}`" for n in names))]
+
     def arrivals(self, role: RoleDecl, per: str) -> int:
         """Arrivals one arrive statement makes: inside `with lm.warps(...)` only the
         subset's warps arrive."""
@@ -277,6 +320,17 @@ class _Lowerer:
                 ops = self.call(stmt, role)
                 if self.subset is not None:
                     ops = [op.model_copy(update={"subset": self.subset}) for op in ops]
+                if ops and out and _proxy_fence(ops[0]) and ops[0].derived and \
+                        _fenced_since_access(out, ops[0].subset):
+                    ops = ops[1:]  # no access since the last proxy fence
+                if ops and out and _proxy_fence(ops[0]) and ops[0].derived and \
+                        _warp_fence(out[-1]) and out[-1].subset == ops[0].subset:
+                    # the schedule's own `lm.syncwarp()` just before: fence before it, and
+                    # it converges the warp for the arrive
+                    out.insert(len(out) - 1, ops[0])
+                    ops = ops[1:]
+                    if ops and _warp_fence(ops[0]) and ops[0].derived:
+                        ops = ops[1:]
                 if ops and out and _warp_fence(ops[0]) and _warp_fence(out[-1]) and \
                         ops[0].derived and ops[0].subset == out[-1].subset:
                     ops = ops[1:]  # the warp has just converged
@@ -295,7 +349,10 @@ class _Lowerer:
             at = tuple(resolve_stages(e, self.stages) for e in a["at"].items)
             view = self.copy_view(a["src"].name, at, call.path)
             tma, note = self.tma(decl, a["src"].name, len(at), view)
-            return [self.role_sync(role, base, "load"), LCopy(
+            # the role's own generic accesses of a refilled buffer are handed to the copy
+            # by the role sync: fence them first (axiom A19)
+            return [*self.release_fence(role, base, "load"), self.role_sync(role, base,
+                                                                            "load"), LCopy(
                 **base, buffer=dst.name,
                 stage=resolve_stages(dst.stage, self.stages) if dst.stage is not None
                 else Const(value=0),
@@ -316,8 +373,10 @@ class _Lowerer:
                                                       else "role")
             n = self.arrivals(role, per)
             converge: list[LOp] = []
-            if p == "mbarrier_arrive" and self.converges_before(role, per):
-                converge = [LFence(**base, scope="warp", derived="arrive")]
+            if p == "mbarrier_arrive":
+                converge = self.release_fence(role, base, "arrive")
+                if self.converges_before(role, per):
+                    converge.append(LFence(**base, scope="warp", derived="arrive"))
             tx: Expr = Const(value=0)
             if p == "mbarrier_expect_tx":
                 value = a["bytes"]
@@ -373,7 +432,10 @@ class _Lowerer:
                 # mma_async on mma.sync: each warp's MMA is done when it returns, but the
                 # schedule may rely on a group being one operation of its warpgroup (axiom
                 # A13: no warp retires it before every warp has issued it). The barrier
-                # over the role's warps here gives that, and more.
+                # over the role's warps here gives that, and more. Its `ldmatrix` reads
+                # are generic: fenced before the barrier, an elected release after it
+                # carries every warp's fence (axiom A19)
+                ops.extend(self.release_fence(role, base, p))
                 ops.append(self.role_sync(role, base, p))
             return ops
         if p == "fence_proxy":
@@ -384,6 +446,8 @@ class _Lowerer:
         args = {k: _resolve_value(v, self.stages) for k, v in a.items()}
         reads = tuple(x.model_copy(update={"stage": resolve_stages(x.stage, self.stages)})
                       if x.stage is not None else x for x in eff.reads)
+        reads = tuple(x.model_copy(update={"proxy": "generic"})
+                      if self.generic_proxy(call, x.proxy) != x.proxy else x for x in reads)
         writes = tuple(x.model_copy(update={"stage": resolve_stages(x.stage, self.stages)})
                        if x.stage is not None else x for x in eff.writes)
         group = next((b.barrier for b in eff.barriers if b.op == "commit_group"), None)
@@ -447,7 +511,8 @@ class _Lowerer:
             return [LWait(**base, barrier=full, index=stage, parity=consumer_parity(k, s),
                           source=call.primitive)]
         if call.primitive == "pipeline_release":  # every lane of each warp is done
-            return [LFence(**base, scope="warp", derived=call.primitive),
+            return [*self.release_fence(role, base, call.primitive),
+                    LFence(**base, scope="warp", derived=call.primitive),
                     LArrive(**base, barrier=empty, index=stage,
                             arrivals=self.arrivals(role, "warp"), per="warp",
                             source=call.primitive)]
@@ -481,6 +546,23 @@ class _Lowerer:
 
 def _warp_fence(op: LOp) -> bool:
     return isinstance(op, LFence) and op.scope == "warp"
+
+
+def _proxy_fence(op: LOp) -> bool:
+    return isinstance(op, LFence) and op.scope == "proxy_async"
+
+
+def _fenced_since_access(out: list[LOp], subset: tuple[int, ...] | None) -> bool:
+    """Did the threads of `subset` execute a proxy fence after their last shared-memory
+    access among the ops lowered so far in this body (only syncs and waits since)?"""
+    for op in reversed(out):
+        if _proxy_fence(op) and op.subset == subset:
+            return True
+        if isinstance(op, (LCompute, LCopy, LFor)) or (
+                isinstance(op, (LFence, LNamedSync, LWait, LArrive, LGroupWait))
+                and op.subset != subset):
+            return False
+    return False
 
 
 # Statements an issue-only role may hold (issuing_warp): waits, and what one elected

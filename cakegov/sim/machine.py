@@ -650,6 +650,13 @@ class Machine:
         if op.scope == "proxy_async":
             self.smem.fence(w.z, w.clock)
             self.smem.fence(w.r, w.clock)
+            # the warp's own MMA groups it has retired: on the mma.sync path their operand
+            # reads are the warp's `ldmatrix` loads (generic), simulated on the group's
+            # clock; the fence covers every group up to the last retired one
+            for kind in w.groups:
+                agent = self.group_agent.get((w.index, kind))
+                if agent is not None and w.vz[agent] > 0:
+                    self.smem.fence(agent, int(w.vz[agent]), covers_own_clock=True)
             self.note(op.span.line, f"{where}: fence.proxy.async")
         elif op.scope == "warp":
             w.converge()
@@ -794,6 +801,13 @@ class Machine:
             raise self.defect(UNINIT, f"line {line}: {what}: {where} was never written",
                               line)
         other = self.describe(conflict.other, conflict.clock)
+        if conflict.kind == "proxy-war":
+            theirs = "write" if conflict.write else "read"
+            raise self.defect(RACE, f"line {line}: {what} overwrites {where} through the "
+                              f"async proxy after a generic {theirs} of it by {other}, with "
+                              "no fence.proxy.async in that thread between its "
+                              f"{theirs} and the release that ordered the copy's issue "
+                              "(PTX ISA, memory consistency model: proxies)", line)
         if conflict.kind == "proxy":
             raise self.defect(RACE, f"line {line}: {what} through the async proxy after the "
                               f"generic write {other} of {where} with no fence.proxy.async "

@@ -17,7 +17,10 @@ access by thread t whose vector clock is V conflicts with the last write when
 `wclk > V[wthr]`, and a write conflicts with thread u's read when `rclk[u] > V[u]`
 (FastTrack-style detection over a full read vector). Async-proxy reads of bytes whose
 last write was generic also need that writer's `fence.proxy.async` between the write and
-the hand-off (PTX ISA, "Memory Consistency Model: proxies"; fence.proxy.async).
+the hand-off (PTX ISA, "Memory Consistency Model: proxies"; fence.proxy.async), and so
+does an async-proxy write (a copy landing in a stage) of bytes other threads read or wrote
+through the generic proxy: each of them must have fenced after its access, before the
+hand-off that ordered the copy's issue (`rgen[t]`: thread t's last read was generic).
 
 Element encodings follow the device: f32 and i32 as themselves, f16 through numpy's
 float16 (round to nearest even) and bf16 as the 16-bit patterns of cakegov/gpu/data.py
@@ -25,7 +28,6 @@ float16 (round to nearest even) and bf16 as the 16-bit patterns of cakegov/gpu/d
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cakegov.analysis.footprint import byte_map
+from cakegov.analysis.semantics import proxy_fenced
 from cakegov.gpu.data import bf16_bits, bf16_values
 from cakegov.ir.dtypes import dtype_bytes
 from cakegov.ir.fp8 import FORMATS as FP8
@@ -113,7 +116,7 @@ def relative_granules(byte_idx: np.ndarray, gran: int) -> np.ndarray | slice:
 class Conflict:
     """A shadow check that failed: the kind and what the other access was."""
 
-    kind: str  # race | uninitialised read | proxy
+    kind: str  # race | uninitialised read | proxy | proxy-war
     other: int  # vector-clock thread of the other access (-1 none)
     clock: int
     write: bool  # the other access is a write
@@ -133,7 +136,9 @@ class SharedMemory:
         self.wclk = np.zeros(n, dtype=np.int64)
         self.wgen = np.zeros(n, dtype=bool)
         self.rclk = np.zeros((threads, n), dtype=np.int64)
+        self.rgen = np.zeros((threads, n), dtype=bool)  # thread t's last read was generic
         self.fences: list[list[int]] = [[] for _ in range(threads)]  # proxy fence clocks
+        self.inclusive: set[int] = set()  # group clocks whose fence covers its own clock
         if kernel.zero_bytes:
             lo = kernel.zero_offset
             self.data[lo:lo + kernel.zero_bytes] = 0
@@ -216,10 +221,15 @@ class SharedMemory:
             if late.any():
                 u, j = np.unravel_index(int(np.argmax(late)), late.shape)
                 return Conflict(RACE, int(u), int(reads[u, j]), False, int(gidx[j]))
+            if async_:  # axiom A19: generic accesses before an async-proxy write
+                unfenced = self._unfenced_before_async_write(t, vc, g, gidx, reads)
+                if unfenced is not None:
+                    return unfenced
             self.wthr[g] = t
             self.wclk[g] = vc[t]
             self.wgen[g] = not async_
             self.rclk[:, g] = 0
+            self.rgen[:, g] = False
             return None
         never = wthr == NEVER
         if never.any():
@@ -233,18 +243,45 @@ class SharedMemory:
                         j = np.flatnonzero(generic & (wthr == w) & (wclk == c))[0]
                         return Conflict("proxy", int(w), int(c), True, int(gidx[j]))
         self.rclk[t, g] = vc[t]
+        self.rgen[t, g] = not async_
         return None
 
-    def fence(self, t: int, clock: int) -> None:
-        """Thread `t` executed fence.proxy.async at `clock`."""
-        self.fences[t].append(clock)
+    def _unfenced_before_async_write(self, t: int, vc: np.ndarray, g: np.ndarray | slice,
+                                     gidx: np.ndarray, reads: np.ndarray) -> Conflict | None:
+        """An async-proxy write by `t` (vector clock `vc`) of granules `g`, every earlier
+        access of which is already ordered before it: the first generic read or write of
+        another thread that its thread did not fence (fence.proxy.async after the access,
+        known to `vc`), or None (cakegov/analysis/semantics.py `proxy_fenced`)."""
+        wthr, wclk = self.wthr[g], self.wclk[g]
+        generic = (wthr >= 0) & (wthr != t) & self.wgen[g]
+        if generic.any():
+            pairs = np.unique(np.stack([wthr[generic], wclk[generic]]), axis=1)
+            for w, c in pairs.T:
+                if not self._fenced(int(w), int(c), int(vc[w])):
+                    j = np.flatnonzero(generic & (wthr == w) & (wclk == c))[0]
+                    return Conflict("proxy-war", int(w), int(c), True, int(gidx[j]))
+        greads = (reads > 0) & self.rgen[:, g]
+        greads[t] = False
+        for u in np.flatnonzero(greads.any(axis=1)):
+            for c in np.unique(reads[u][greads[u]]):
+                if not self._fenced(int(u), int(c), int(vc[u])):
+                    j = np.flatnonzero(greads[u] & (reads[u] == c))[0]
+                    return Conflict("proxy-war", int(u), int(c), False, int(gidx[j]))
+        return None
+
+    def fence(self, t: int, clock: int, covers_own_clock: bool = False) -> None:
+        """Thread `t` executed fence.proxy.async at `clock`. `covers_own_clock`: `t` is an
+        MMA group's clock (the ordinal of the last group its warp retired before fencing),
+        so the fence also covers the accesses stamped with that clock itself."""
+        if covers_own_clock:
+            self.inclusive.add(t)
+        if not self.fences[t] or self.fences[t][-1] <= clock:
+            self.fences[t].append(clock)
 
     def _fenced(self, w: int, c: int, known: int) -> bool:
-        """Did thread w fence after its write at clock c, with the fence known (clock <=
-        `known`) to the reader?"""
-        f = self.fences[w]
-        i = bisect.bisect_right(f, c)
-        return i < len(f) and f[i] <= known
+        """Did thread w fence after its access at clock c, with the fence known (clock <=
+        `known`) to the other accessor?"""
+        return proxy_fenced(self.fences[w], c - 1 if w in self.inclusive else c, known)
 
     def where(self, granule: int) -> str:
         """`buffer stage s byte b` for a granule (or a raw offset)."""

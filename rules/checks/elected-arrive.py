@@ -51,7 +51,7 @@ from cakegov.analysis.diagnose import (
 
 CODE = "P011"
 NAME = "elected-arrive"
-VERSION = "2.3.0"
+VERSION = "2.4.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -71,25 +71,37 @@ def _candidates(ctx, anomaly):
         return
     second, first = anomaly.events
     if anomaly.details.get("intra_role"):
-        for lanes in (True, False):
-            repairs = role_sync_repairs(ctx, first.role, second.path, lanes_only=lanes)
-            if repairs:
-                yield Candidate(repairs, f"synchronise the threads of `{first.role}` before "
-                                         "this statement", subject=second.path,
-                                value=(first, second))
+        for fence in (False, True):
+            for lanes in (True, False):
+                repairs = role_sync_repairs(ctx, first.role, second.path, lanes_only=lanes,
+                                            fence=fence)
+                if repairs:
+                    yield Candidate(repairs, f"synchronise the threads of `{first.role}` "
+                                             f"before this statement{_FENCED[fence]}",
+                                    subject=second.path, value=(first, second))
         return
     if anomaly.details.get("first_who") not in ("T", "W0"):
         return
     arrive = hand_off_after(program, first, guard_slot(program, second))
     if arrive is None or arrive.kind != "arrive" or arrive.who == "T":
         return
-    for lanes in (arrive.who == "W0", False):
-        repairs = role_sync_repairs(ctx, first.role, arrive.path, lanes_only=lanes)
-        if repairs:
-            how = "`lm.syncwarp()`" if len(repairs) == 1 else "a named barrier over the role"
-            yield Candidate(repairs, f"order every thread's accesses before the elected "
-                                     f"arrive with {how}", subject=arrive.path,
-                            value=(first, arrive))
+    for fence in (False, True):
+        for lanes in (arrive.who == "W0", False):
+            repairs = role_sync_repairs(ctx, first.role, arrive.path, lanes_only=lanes,
+                                        fence=fence)
+            if repairs:
+                how = "`lm.syncwarp()`" if repairs[-1].text == "lm.syncwarp()" else \
+                    "a named barrier over the role"
+                yield Candidate(repairs, f"order every thread's accesses before the elected "
+                                         f"arrive with {how}{_FENCED[fence]}",
+                                subject=arrive.path, value=(first, arrive))
+
+
+# the second try: the threads' generic reads of a stage a copy refills must also be fenced
+# before the hand-off (axiom A19); the rule offers it when the plain synchronisation alone
+# leaves that anomaly
+_FENCED = {False: "", True: ", each thread first fencing its generic accesses for the "
+                            "async-proxy refill (`lm.fence_proxy()`)"}
 
 
 def _report(ctx, anomaly, attempt, cand):

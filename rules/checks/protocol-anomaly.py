@@ -26,7 +26,7 @@ docs/checker.md lists why no rule's repair fits it.
 ## Passing example
 `corpus/valid/attention/fa3_mainloop_d128.cake`:
 ```python
-        sched0.arrive()                                     # mma_init: WG1 goes first
+        sched0.arrive()                                     # mma_init: WG2 lets WG1 go first
 ```
 """
 
@@ -34,7 +34,7 @@ from cakegov.analysis.witness import witness_evidence
 
 CODE = "P099"
 NAME = "protocol-anomaly"
-VERSION = "2.2.0"
+VERSION = "2.2.1"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"

@@ -32,6 +32,7 @@ def knn_elected_release_r0_stages(lm, X, C, idx):
         for t in lm.range(0, TILES):
             ring.wait(t)
             lm.sqdist(dist, x_s[ring.stage(t)], c_s)
+            lm.fence_proxy()                             # generic reads before the TMA refill (A19)
             done.sync()                                      # every warp has read x_s
             with lm.warps(0, 1):
                 ring.release(t)                              # lane 0 of the first warp

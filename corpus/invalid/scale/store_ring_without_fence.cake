@@ -4,7 +4,10 @@ store without `lm.fence_proxy()`: the bulk store reads `y_s` through the async p
 which the generic writes are not ordered without `fence.proxy.async` (not even those of
 the issuing thread), so Y can receive stale contents of the staging buffer (the tile of
 two iterations before, or nothing written yet). Same as
-corpus/valid/scale/store_ring_s8.cake except the fence before the store is gone."""
+corpus/valid/scale/store_ring_s8.cake except the fence before the store is gone and the
+ring's release comes after the store: the `fence.proxy.async` the lowering puts before
+that release (the worker reads `x_s` generically, axiom A19) orders the generic writes
+of `y_s` for later async-proxy accesses only, not for the store issued before it."""
 @cake.schedule(target="sm_90a", workload="scale", divisible={"M": 8, "N": 256})
 def scale_store_ring_s8(lm, X, Y):
     TM, TN, TILES, S = 8, 256, 16, 8
@@ -24,6 +27,6 @@ def scale_store_ring_s8(lm, X, Y):
             ring.wait(t)
             lm.store_wait(pending=1)                    # the store of tile t - 2 has read y_s
             lm.elementwise(y_s[t % 2], x_s[ring.stage(t)], op="scale", alpha=2.5)  # expect: P013
-            ring.release(t)
             y_s[t % 2].store_async(Y, at=(m0 + t * TM, n0), mask=True)
+            ring.release(t)                             # after the store: its fence is late
         lm.store_wait(pending=0)                        # drained before exit

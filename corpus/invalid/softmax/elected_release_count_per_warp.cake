@@ -28,6 +28,7 @@ def softmax_rows_elected_release_2wg(lm, X, Y):
             ring.wait(t)
             lm.reduce(mx, x_s[ring.stage(t)], op="max", axis=1)    # row max
             lm.rowwise(e, x_s[ring.stage(t)], mx, op="sub")       # x - max: last read
+            lm.fence_proxy()                             # generic reads before the TMA refill (A19)
             with lm.warps(0, 4):
                 wg0.sync()
             with lm.warps(4, 8):

@@ -15,8 +15,9 @@ in Dao-AILab/flash-attention: `load` and `mma`; the kernel around it is
   barriers armed with the tile bytes, empty barriers counting the 8 MMA warps;
 - the warp-scheduler barriers `WarpSchedulerWG1` / `WarpSchedulerWG2` (named barriers
   9 and 10, 256 threads) order the two warpgroups' Q @ K^T GEMMs as in
-  `warp_scheduler_barrier_sync` / `_arrive`: math0 arrives on its own barrier once at
-  `mma_init`, each warpgroup syncs on its own before the GEMM and arrives on the other's
+  `warp_scheduler_barrier_sync` / `_arrive`: in `mma_init` math1 arrives once on math0's
+  barrier (FA3: `canonical_warp_group_idx() > 1` arrives on `WarpSchedulerWG1`), so math0
+  goes first; each warpgroup syncs on its own before the GEMM and arrives on the other's
   after it; math1's last arrive has no partner and stays pending at exit (legal);
 - per key tile each warpgroup runs the online softmax of kv_pipelines_d64.cake (max,
   correction, sum, rescale of O, P @ V), its layout hand-overs ordered by its own named
@@ -91,7 +92,6 @@ def attention_fa3_mainloop(lm, Q, K, V, O):
             vfull[j % S].arrive_expect_tx(bytes=lm.nbytes(v_s))
             v_s[j % S].load(V, at=(j * BN, 0), barrier=vfull[j % S], pad=True)
     with math0:
-        sched0.arrive()                                     # mma_init: WG1 goes first
         qempty.arrive()                                      # mma_init: smem_q is free
         lm.fill(acc0, 0.0)
         lm.fill(m0, -1e30)
@@ -131,6 +131,7 @@ def attention_fa3_mainloop(lm, Q, K, V, O):
         o_done[0].arrive(per="role")                        # O hand-back
     with math1:
         qempty.arrive()                                      # mma_init: smem_q is free
+        sched0.arrive()                                     # mma_init: WG2 lets WG1 go first
         lm.fill(acc1, 0.0)
         lm.fill(m1, -1e30)
         lm.fill(l1, 0.0)

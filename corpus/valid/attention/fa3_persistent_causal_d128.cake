@@ -21,8 +21,9 @@ QueryEmpty named barrier pairs each Q load with the consumers' arrivals after th
 previous tile's last GEMM that reads Q (the first with `mma_init`'s). After its last tile
 the producer runs `load_tail`: `barrier_O` with `(w + 1) % 2`, then every stage of both
 rings acquired once more. The warp-scheduler barriers keep alternating across tiles
-(math0's `mma_init` arrive starts the sequence once per CTA; math1's last arrive stays
-pending at exit, which is legal).
+(math1's `mma_init` arrive on math0's barrier starts the sequence once per CTA, as in
+FA3 where the second MMA warpgroup makes it; math1's last arrive stays pending at exit,
+which is legal).
 
 Phase trace (M = N = 257, so 3 query tiles: CTA 0 takes tiles 0 and 2, CTA 1 tile 1;
 kBlockN = 64): CTA 0's tile 0 has min(2, 5) = 2 key blocks at kv = 0, 1 (stages 0, 1,
@@ -109,7 +110,6 @@ def attention_fa3_persistent_causal(lm, Q, K, V, O):
             kempty[kv % S].wait(parity=(kv // S + 1) % 2)
             vempty[kv % S].wait(parity=(kv // S + 1) % 2)
     with math0:
-        sched0.arrive()                                     # mma_init: WG1 goes first
         qempty.arrive()                                      # mma_init: smem_q is free
         for t in lm.range(lm.block(0), QT, lm.grid(0), counter=w):
             r0 = t * 2 * BH
@@ -154,6 +154,7 @@ def attention_fa3_persistent_causal(lm, Q, K, V, O):
             o_done[0].arrive(per="role")                    # O hand-back
     with math1:
         qempty.arrive()                                      # mma_init: smem_q is free
+        sched0.arrive()                                     # mma_init: WG2 lets WG1 go first
         for t in lm.range(lm.block(0), QT, lm.grid(0), counter=w):
             r0 = t * 2 * BH
             nkv = lm.min(lm.cdiv((t + 1) * 2 * BH, BN), lm.cdiv(lm.N, BN))

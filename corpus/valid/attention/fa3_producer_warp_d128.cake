@@ -74,7 +74,6 @@ def attention_fa3_producer_warp(lm, Q, K, V, O):
                 vfull[j % S].arrive_expect_tx(bytes=lm.nbytes(v_s))
                 v_s[j % S].load(V, at=(j * BN, 0), barrier=vfull[j % S], pad=True)
     with math0:
-        sched0.arrive()                                     # mma_init: WG1 goes first
         qempty.arrive()                                      # mma_init: smem_q is free
         lm.fill(acc0, 0.0)
         lm.fill(m0, -1e30)
@@ -114,6 +113,7 @@ def attention_fa3_producer_warp(lm, Q, K, V, O):
         o_done[0].arrive(per="role")                        # O hand-back
     with math1:
         qempty.arrive()                                      # mma_init: smem_q is free
+        sched0.arrive()                                     # mma_init: WG2 lets WG1 go first
         lm.fill(acc1, 0.0)
         lm.fill(m1, -1e30)
         lm.fill(l1, 0.0)

@@ -87,6 +87,7 @@ def attention_fa3_scores_math0_mma_sync_elected_d64(lm, Q, K, V, O):
             kfull[j % S].wait(parity=(j // S) % 2)
             sched0.sync()
             lm.mma(s0, q0_s[0], k_s[j % S], transpose_b=True, init=True)
+            lm.fence_proxy()                             # generic reads before the TMA refill (A19)
             sched1.arrive()                                  # WarpSchedulerWG2: all 128 threads
             kempty[j % S].arrive(per="role")                 # elected: legal, see docstring
             lm.elementwise(s0_s[0], s0, op="scale", alpha=0.125)

@@ -42,6 +42,7 @@ def gemm_elected_release_per_warpgroup(lm, A, B, C):
         for k in lm.range(0, lm.cdiv(lm.K, BK)):
             full[k % S].wait(parity=(k // S) % 2)
             lm.mma(acc, a_s[k % S], b_s[k % S], transpose_b=True, init=(k == 0))
+            lm.fence_proxy()                             # generic reads before the TMA refill (A19)
             with lm.warps(0, 4):
                 wg0.sync()                                   # warpgroup 0 is done with stage
             with lm.warps(4, 8):

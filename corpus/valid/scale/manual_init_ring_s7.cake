@@ -35,6 +35,7 @@ def scale_manual_init_ring_s7(lm, X, Y):
         for t in lm.range(0, TILES):
             full[t % S].wait(parity=(t // S) % 2)
             lm.elementwise(y, x_s[t % S], op="scale", alpha=2.5)
+            lm.fence_proxy()                             # generic reads before the TMA refill (A19)
             done.sync()                                 # every thread has read the stage
             empty[t % S].arrive(per="role")
             lm.store(Y, at=(m0 + t * TM, n0), src=y, mask=True)
