@@ -375,7 +375,12 @@ class _Lowerer:
             converge: list[LOp] = []
             if p == "mbarrier_arrive":
                 converge = self.release_fence(role, base, "arrive")
-                if self.converges_before(role, per):
+                # every lane's fence (and access) before the elected lane's arrive: after a
+                # proxy fence even when the accesses were warp-collective
+                elected = per == "warp" or (per == "role" and (
+                    len(self.subset) if self.subset is not None
+                    else role.warp_stop - role.warp_start) == 1)
+                if self.converges_before(role, per) or (converge and elected):
                     converge.append(LFence(**base, scope="warp", derived="arrive"))
             tx: Expr = Const(value=0)
             if p == "mbarrier_expect_tx":
