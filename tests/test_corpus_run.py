@@ -192,3 +192,33 @@ def test_manifest_records_origin_and_the_mutation_suite():
                                                                           (str, list)))
     assert data["mutation_suite"] is not None
     assert manifest.version(CORPUS) is not None
+
+
+def test_corpus_mutate_suite_stored_relabels_exactly_the_stored_keys(tmp_path, monkeypatch):
+    """`--suite --stored` labels again the mutants the stored suite names, under the
+    current oracle: no mutant added or dropped, a stale label replaced, the digest renewed."""
+    from cakegov.cli import load_rulebook, load_wls
+    from cakegov.corpus import suite as suites
+
+    (tmp_path / "rules").symlink_to(RULES)
+    corpus = tmp_path / "corpus"
+    (corpus / "valid" / "gemm").mkdir(parents=True)
+    (corpus / "workloads").symlink_to(WORKLOADS)
+    (corpus / "valid" / "gemm" / "raw.cake").write_bytes(RAW.read_bytes())
+    book, wls = load_rulebook(RULES), load_wls(WORKLOADS)
+    planned = suites.plan(corpus, book, wls, operators=["count-plus-one"])
+    assert len(planned) >= 2
+    stored = planned[1:2]  # planned[0] is not in the suite and must not be added
+    entries = [suites.Entry(p.mutant.source, p.source_sha256, p.mutant.operator,
+                            p.mutant.site, p.mutant.line, p.mutant.what, p.identity,
+                            "benign", "stale label") for p in stored]
+    (corpus / SUITE_NAME).write_text(suites.render(entries, "an older oracle"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["corpus", "mutate", "--stored"])
+    assert r.exit_code == 2 and "--suite" in r.stderr
+    r = CliRunner().invoke(app, ["corpus", "mutate", "--suite", "--stored", "-q"])
+    assert r.exit_code == 0, r.output
+    after = load(corpus / SUITE_NAME)
+    assert [e.key for e in after] == sorted(e.key for e in entries)
+    assert all(e.outcome == "deadlock" for e in after)  # one arrive too few: nobody wakes
+    assert suites.load_oracle(corpus / SUITE_NAME) == suites.oracle_digest(corpus, book)

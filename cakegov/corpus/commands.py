@@ -118,6 +118,9 @@ def corpus_mutate(
                      "mutants, drawn with --seed.")] = None,
     suite: Annotated[bool, typer.Option("--suite", help="Regenerate the standing suite "
                      "corpus/MUTANTS.json from the whole valid corpus.")] = False,
+    stored: Annotated[bool, typer.Option("--stored", help="With --suite: label again "
+                      "exactly the mutants the stored suite names (no new ones), under "
+                      "the current oracle.")] = False,
     list_ops: Annotated[bool, typer.Option("--list", help="List the operators and exit.")] =
     False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
@@ -143,10 +146,20 @@ def corpus_mutate(
     if suite and (sources or ops or limit or out_dir):
         raise usage_error("--suite regenerates the whole standing suite: it takes no "
                           "sources, --ops, --limit or --out")
+    if stored and not suite:
+        raise usage_error("--stored relabels the standing suite: give it with --suite")
     missing = [str(s) for s in sources or [] if not s.is_file()]
     if missing:
         raise usage_error(f"no such file: {', '.join(missing)}")
     book, wls = _setup(rules, workloads)
+    if stored:
+        try:
+            planned = suites.replan(corpus, suites.load(corpus / suites.SUITE_NAME),
+                                    suites.vocabulary(book, wls))
+        except suites.SuiteError as exc:
+            raise usage_error(str(exc)) from None
+        _write_suite(corpus, planned, book, wls, quiet, jobs, rules, workloads)
+        return
     planned = suites.plan(corpus, book, wls, operators=_operators(ops),
                           sources=sources or None)
     if limit is not None and limit < len(planned):

@@ -236,6 +236,11 @@ def load(path: Path) -> list[Entry]:
 def regenerate(corpus: Path, entries: list[Entry], vocab: Vocabulary) -> list[tuple[Entry,
                                                                                   str]]:
     """(entry, mutant text) for every entry; SuiteError names the first stale one."""
+    return [(e, m.text) for e, m in _mutants_of(corpus, entries, vocab)]
+
+
+def _mutants_of(corpus: Path, entries: list[Entry],
+                vocab: Vocabulary) -> list[tuple[Entry, Mutant]]:
     texts: dict[str, tuple[str, str]] = {}
     out = []
     for e in entries:
@@ -257,8 +262,15 @@ def regenerate(corpus: Path, entries: list[Entry], vocab: Vocabulary) -> list[tu
         if m is None or identity(m.text, vocab) != e.identity:
             raise SuiteError(f"mutant {e.key}: the operator no longer yields the stored "
                              "schedule; run `cakegov corpus mutate --suite`")
-        out.append((e, m.text))
+        out.append((e, m))
     return out
+
+
+def replan(corpus: Path, entries: list[Entry], vocab: Vocabulary) -> list[Planned]:
+    """The stored entries as mutants to label again, in their order: exactly the suite's
+    keys (SuiteError names the first stale one, as `regenerate` does)."""
+    return [Planned(e.source_sha256, m, e.identity)
+            for e, m in _mutants_of(corpus, entries, vocab)]
 
 
 def summary(entries: list[Entry]) -> dict[str, Any]:
