@@ -181,6 +181,37 @@ def test_every_trip_count_class_is_analysed(rulebook, workloads):
     assert (0, 0, 0) in picked and any(c[0] >= 16 for c in picked)  # a CTA with no tile
 
 
+def test_a_grid_of_one_cta_per_sm_is_also_checked_where_a_cta_walks_several_tiles(
+        rulebook, workloads):
+    """At the check shapes a kernel launching 132 CTAs gives each at most one tile (or, at
+    M = N = K = 4096, a K-block count where a restarted ring position lands on the carried
+    phase): the analysis adds a shape where CTA 0 walks three tiles, growing only the
+    sizes the tile count depends on; the simulator one where it walks two, within its
+    size bound. Kernels without a grid-stride loop get none."""
+    from cakegov.analysis.protocol import _grid_stride_loops, _passes, persistent
+    from cakegov.sim.evidence import MAX_SHAPE_ELEMENTS, _largest, carried_shape
+
+    text = (CORPUS / "valid/gemm/persistent_coop_wgmma_s4.cake").read_text()
+    kernel, workload = _kernel(rulebook, workloads, text)
+    [loop, _] = _grid_stride_loops(kernel)  # the producer's and the consumer's tile loops
+    base = {"M": 256, "N": 256, "K": 256}
+    assert _passes(loop, base) == 1
+    grown = persistent(kernel, base)
+    assert grown is not None and grown["K"] == 256 and grown["M"] > 256
+    assert _passes(loop, grown) >= 3
+    assert persistent(kernel, grown) is None  # already walks them
+    sim = carried_shape(kernel, workload, [base])
+    assert sim is not None and _passes(loop, sim) == 2 and sim["K"] == 256
+    assert _largest(workload, sim) <= MAX_SHAPE_ELEMENTS
+    fixed = text.replace('divisible={"K": 64}', 'sizes={"M": 256}, divisible={"K": 64}')
+    kernel_m, _ = _kernel(rulebook, workloads, fixed)
+    only_n = persistent(kernel_m, base)
+    assert only_n is not None and only_n["M"] == 256 and only_n["N"] > 256
+    plain, _ = _kernel(rulebook, workloads, (CORPUS / "valid/gemm/raw_barriers_s2.cake")
+                       .read_text())
+    assert persistent(plain, base) is None
+
+
 def test_counters_carry_the_phase_across_tiles(rulebook, workloads):
     kernel, _ = _kernel(rulebook, workloads, COOP.read_text())
     program = Builder(kernel).build({"M": 1000, "N": 520, "K": 256}, (0, 0, 0))

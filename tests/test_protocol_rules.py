@@ -480,3 +480,27 @@ def test_release_above_the_read_is_p010_though_another_ring_releases_later(check
     src = (CORPUS / "invalid/attention/k_released_before_mma.cake").read_text()
     f = _only(checker, src, "P010")
     assert f.span.line == _line(src, "# expect: P010")
+
+
+def test_one_rule_cannot_spend_the_repair_search_of_the_rules_after_it(checker, rulebook,
+                                                                        workloads):
+    """Each rule, in each pass, may analyse at most MAX_RULE_REANALYSES edited schedules
+    whole; the check as a whole MAX_REANALYSES. A broad search (a wait before every read)
+    that uses up its share leaves the rest to the rules after it (the persistent FA3
+    restart in the corpus was P099 before: its P026 repair was never tried)."""
+    from cakegov.check.context import MAX_REANALYSES, MAX_RULE_REANALYSES, CheckContext
+    from cakegov.ir.parse import parse_bytes
+
+    schedule = parse_bytes(RING.encode(), checker.vocabulary)
+    ctx = CheckContext(schedule, "t.cake", rulebook.targets["sm_90a"],
+                       workloads["gemm"], rulebook.primitives)
+    ctx._begin_rule()
+    assert not ctx.repairs_spent()
+    ctx._full = MAX_RULE_REANALYSES
+    assert ctx.repairs_spent()  # this rule's share is used up
+    ctx._begin_rule()
+    assert not ctx.repairs_spent()  # the next rule starts with its own
+    ctx._full = MAX_REANALYSES
+    ctx._begin_rule()
+    assert ctx.repairs_spent()  # the whole check's bound holds for every rule
+    assert MAX_RULE_REANALYSES < MAX_REANALYSES

@@ -145,3 +145,20 @@ def test_argmin_update_over_tiles_is_the_first_argmin_of_the_whole_row(rulebook)
     np.testing.assert_array_equal(index.ravel(), np.argmin(x, axis=1))
     np.testing.assert_array_equal(best.ravel(), x.min(axis=1))
     assert index[0, 0] == 3 and index[1, 0] == 70 and index[2, 0] == 0
+
+
+def test_derived_sizes_are_recomputed_and_must_agree_with_the_shapes(workloads, tmp_path):
+    """gemm_fp8's KB and NB are functions of K and N: a shape the tools grow (a persistent
+    kernel's carried shape) gets them recomputed, and a workload whose own shapes
+    disagree with its `derive` is refused when loaded."""
+    from cakegov.corpus.workloads import WorkloadError, load_workload
+
+    fp8 = workloads["gemm_fp8"]
+    grown = fp8.derive({"M": 512, "N": 600, "K": 512, "KB": 4, "NB": 2})
+    assert grown["NB"] == 5 and grown["KB"] == 4 and grown["N"] == 600
+    text = (CORPUS / "workloads" / "gemm_fp8.py").read_text()
+    bad = tmp_path / "gemm_fp8.py"
+    bad.write_text(text.replace('"N": 320, "K": 512, "KB": 4, "NB": 3',
+                                '"N": 320, "K": 512, "KB": 4, "NB": 2'))
+    with pytest.raises(WorkloadError, match="derive changes"):
+        load_workload(bad)

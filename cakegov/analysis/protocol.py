@@ -1,5 +1,6 @@
 """The protocol analysis of one lowered kernel: for every check shape of the workload, a
-shape whose undeclared sizes are multiples of no tile, and every CTA whose protocol
+shape whose undeclared sizes are multiples of no tile, for a persistent kernel a shape in
+which a CTA walks several tiles (`persistent`), and every CTA whose protocol
 differs (first, last, tail in each grid dimension), build the program (cakegov/analysis/
 program.py, spliced by cakegov/analysis/window.py when loops are long and periodic),
 execute it once (cakegov/analysis/execute.py) and collect the anomalies with their
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from cakegov.analysis import cluster
@@ -172,6 +173,84 @@ def ragged(kernel: LoweredKernel, shape: Mapping[str, int]) -> dict[str, int] | 
     return out if moved else None
 
 
+PERSISTENT_PASSES = 3  # passes of a grid-stride loop one CTA must make in some shape
+PERSISTENT_GROWTH = 12  # doublings of the sizes a tile count depends on, at most
+
+
+def _grid_stride_loops(kernel: LoweredKernel) -> list[LFor]:
+    """The outermost loops of the roles that start at the block index or step by an
+    expression (`lm.range(lm.block(0), TILES, lm.grid(0))`; a constant grid makes the
+    step a constant): the tile loops of persistent kernels."""
+    out: list[LFor] = []
+
+    def visit(ops: tuple[LOp, ...]) -> None:
+        for op in ops:
+            if isinstance(op, LFor):
+                if not isinstance(op.step, int) or any(
+                        s.startswith("block:") for s in free_symbols(op.start)):
+                    out.append(op)
+                else:
+                    visit(op.body)
+
+    for role in kernel.roles:
+        visit(role.body)
+    return out
+
+
+def _passes(loop: LFor, sizes: Mapping[str, int]) -> int | None:
+    """Passes CTA 0 makes through a grid-stride loop (None: not evaluable)."""
+    env = Env(sizes=sizes, blocks={0: 0, 1: 0, 2: 0})
+    try:
+        start, stop = evaluate(loop.start, env), evaluate(loop.stop, env)
+        step = evaluate(step_expr(loop.step), env)
+    except EvalError:
+        return None
+    if step <= 0:
+        return None
+    return max(0, -(-(stop - start) // step))
+
+
+def persistent(kernel: LoweredKernel, shape: Mapping[str, int], *,
+               passes: int = PERSISTENT_PASSES,
+               fits: Callable[[Mapping[str, int]], bool] | None = None,
+               derive: Callable[[dict[str, int]], dict[str, int]] | None = None
+               ) -> dict[str, int] | None:
+    """`shape` with the sizes the tile count of a grid-stride loop depends on doubled until
+    CTA 0 makes `passes` passes through it; None when the kernel has no such loop, CTA 0
+    already makes them, or no growth of the sizes gets there (within `fits`, the
+    simulator's size bound). `derive`: the workload's derived sizes, recomputed after
+    each growth (gemm_fp8's NB from N).
+
+    A persistent kernel's grid is the SM count (`lm.min(SMS, TILES)`): at small check
+    shapes every CTA takes one tile, and what carries from tile to tile (the ring's
+    phases, a running counter) is never exercised, so a defect there (a position
+    restarted at every tile) would pass. Doubling keeps each size's declared
+    divisibility; sizes the schedule fixes are never moved, and sizes only the inner
+    loops use (K) keep their value, so the trip counts the base shape was chosen for
+    stay."""
+    loops = [loop for loop in _grid_stride_loops(kernel)
+             if (n := _passes(loop, shape)) is not None and n < passes]
+    if not loops:
+        return None
+    grow = sorted({s[5:] for loop in loops for s in free_symbols(loop.stop)
+                   if s.startswith("size:")} - set(kernel.sizes))
+    grow = [name for name in grow if name in shape]
+    if not grow:
+        return None
+    out = dict(shape)
+    for _ in range(PERSISTENT_GROWTH):
+        for name in grow:
+            out[name] *= 2
+        if derive is not None:
+            out = derive(out)
+        if fits is not None and not fits(out):
+            return None
+        counts = [_passes(loop, out) for loop in loops]
+        if all(n is not None and n >= passes for n in counts):
+            return out
+    return None
+
+
 def ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int, int, int]]:
     """The CTAs to analyse: block (0, 0, 0) when nothing the protocol does depends on the
     block index; else one CTA of every class of CTAs (of clusters) whose protocol is the
@@ -229,7 +308,8 @@ def edge_ctas(kernel: LoweredKernel, sizes: Mapping[str, int]) -> list[tuple[int
 
 def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
             bounds: Bounds = Bounds(),
-            only: list[tuple[dict[str, int], tuple[int, int, int]]] | None = None
+            only: list[tuple[dict[str, int], tuple[int, int, int]]] | None = None,
+            derive: Callable[[dict[str, int]], dict[str, int]] | None = None
             ) -> ProtocolResult:
     """Analyse the kernel under every check shape, its ragged variant and every CTA that
     differs; programs with identical behaviour are executed once. `only`: just these
@@ -247,6 +327,10 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
         for s in (dict(shape), ragged(kernel, shape)):
             if s is not None and s not in all_shapes:
                 all_shapes.append(s)
+    for s in list(all_shapes):  # persistent kernels: a CTA that walks several tiles
+        more = persistent(kernel, s, derive=derive)
+        if more is not None and more not in all_shapes:
+            all_shapes.append(more)
     seen: set[int] = set()
     found: dict[tuple, Anomaly] = {}
     pairs: list[tuple[dict[str, int], tuple[int, int, int], bytes | None]] = \

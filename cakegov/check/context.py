@@ -153,6 +153,8 @@ class CheckContext:
         self._attempts: dict[str, tuple[Anomaly, ...] | None] = {}
         self._editor: SourceEditor | None = None
         self._tried = 0  # repairs attempted, against MAX_REPAIR_ATTEMPTS
+        self._full = 0  # edited sources analysed whole, against MAX_REANALYSES
+        self._rule_base = 0  # of them, before the running rule started
         self._work = [0]  # race-check work of the re-analyses, against MAX_REPAIR_WORK
         self.strict = False  # accept only repairs that leave no anomaly (runner, pass 1)
 
@@ -190,16 +192,21 @@ class CheckContext:
         kernel = self.lowered
         if kernel is None:
             return None
-        return analyze(kernel, self.shapes, self.protocol_bounds)
+        return analyze(kernel, self.shapes, self.protocol_bounds, derive=self._derive)
 
     def protocol_only(self, pairs) -> ProtocolResult | None:
         """The protocol analysis of just these (sizes, CTA) programs."""
         kernel = self.lowered
         if kernel is None:
             return None
-        return analyze(kernel, self.shapes, self.protocol_bounds, only=pairs)
+        return analyze(kernel, self.shapes, self.protocol_bounds, only=pairs,
+                       derive=self._derive)
 
     protocol_bounds: Bounds = Bounds()
+
+    @property
+    def _derive(self):
+        return self.workload.derive if self.workload is not None else None
 
     # ---- the schedule's own spelling (for prose) --------------------------------------
 
@@ -242,9 +249,19 @@ class CheckContext:
         """Has this check used up its repair search (MAX_REPAIR_ATTEMPTS attempts,
         MAX_REANALYSES re-analyses of edited sources, or MAX_REPAIR_WORK race-check work
         in them)?"""
-        reanalysed = sum(1 for k in self._attempts if not isinstance(k, tuple))
+        reanalysed = self._reanalysed()
         return (self._tried > MAX_REPAIR_ATTEMPTS or reanalysed >= MAX_REANALYSES
+                or reanalysed - self._rule_base >= MAX_RULE_REANALYSES
                 or self._work[0] > MAX_REPAIR_WORK)
+
+    def _reanalysed(self) -> int:
+        return self._full
+
+    def _begin_rule(self) -> None:
+        """The runner starts a rule: its share of the re-analyses (MAX_RULE_REANALYSES)
+        counts from here, so that one rule's broad search (a wait before every read)
+        cannot spend the whole budget before a rule with one targeted repair is asked."""
+        self._rule_base = self._reanalysed()
 
     def attempt(self, repairs: list[Repair] | tuple[Repair, ...], description: str,
                 target: Anomaly, applicability: str = "machine") -> Attempt | None:
@@ -280,6 +297,7 @@ class CheckContext:
             # shape the anomaly is not on) does not fail the repair: the rejection stands
             # on the program the anomaly showed in, and the repair is re-checked wherever
             # the original was
+            self._full += 1
             self._attempts[new] = self._reanalyze(
                 new, meter=self._work, tolerate=frozenset(self.protocol.incomplete))
         after = self._attempts[new]
@@ -456,6 +474,7 @@ class CheckContext:
 # are confirmed and what is left is reported with its witness (P099): the same verdict.
 MAX_REPAIR_ATTEMPTS = 2000
 MAX_REANALYSES = 100
+MAX_RULE_REANALYSES = 32  # of them, for one rule in one pass (CheckContext._begin_rule)
 MAX_REPAIR_WORK = 200_000
 EXACT_POINTS = 1 << 16  # points (CTA index x iterations) value_range evaluates one by one
 

@@ -169,6 +169,7 @@ class Checker:
         for rule in rules:
             try:
                 ctx.findings = list(findings)
+                ctx._begin_rule()
                 findings.extend(rule.check(RuleContext(ctx, rule)))
             except Exception as exc:  # a crashing rule is an internal error, never a finding
                 tb = traceback.format_exception_only(type(exc), exc)[-1].strip()

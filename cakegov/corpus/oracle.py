@@ -40,7 +40,14 @@ from cakegov.analysis.protocol import ragged
 from cakegov.check.rulebook import Rulebook
 from cakegov.corpus.workloads import Workload
 from cakegov.lower.kernel import LoweredKernel
-from cakegov.sim.evidence import MAX_SHAPE_ELEMENTS, lower_any, simulate_evidence, simulate_plan
+from cakegov.sim.evidence import (
+    MAX_SHAPE_ELEMENTS,
+    _largest,
+    carried_shape,
+    lower_any,
+    simulate_evidence,
+    simulate_plan,
+)
 from cakegov.sim.scheduler import STRATEGIES
 from cakegov.sim.state import CORRECT, DEFECT
 
@@ -86,19 +93,11 @@ def launch_outcome(kernel: LoweredKernel, limits: Mapping[str, int]) -> Outcome 
     return None
 
 
-def _largest(workload: Workload, shape: Mapping[str, int]) -> int:
-    n = 0
-    for _dtype, dims in workload.tensors.values():
-        size = 1
-        for d in dims:
-            size *= shape.get(d, 1)
-        n = max(n, size)
-    return n
-
-
 def thorough_shapes(kernel: LoweredKernel, workload: Workload, schedule) -> list[dict]:
-    """Every check shape of the schedule, its ragged variant, and a long shape (step 3 of
-    the module docstring), each at most MAX_SHAPE_ELEMENTS elements per tensor."""
+    """Every check shape of the schedule, its ragged variant, a long shape (step 3 of
+    the module docstring) and, for a persistent kernel, a shape where CTA 0 takes two
+    tiles (cakegov/sim/evidence.py, `carried_shape`), each at most MAX_SHAPE_ELEMENTS
+    elements per tensor."""
     base = workload.shapes_for(schedule.sizes, schedule.divisible)
     out: list[dict] = []
     for shape in sorted(base, key=lambda s: (_largest(workload, s), sorted(s.items()))):
@@ -118,6 +117,9 @@ def thorough_shapes(kernel: LoweredKernel, workload: Workload, schedule) -> list
             long[k] = top[k]
         if long not in out and _largest(workload, long) <= MAX_SHAPE_ELEMENTS:
             out.append(long)
+    more = carried_shape(kernel, workload, out)
+    if more is not None and more not in out:
+        out.append(more)
     return out
 
 

@@ -42,6 +42,9 @@ class Workload:
     path: str
     sha256: str
     headline: tuple[dict[str, int], ...] = ()
+    # sizes that are functions of others (gemm_fp8: NB = cdiv(N, 128)): `derive(sizes)`
+    # returns the sizes with those recomputed, for shapes the tools make themselves
+    derive: Callable[[dict[str, int]], dict[str, int]] | None = None
 
     @property
     def sig(self) -> WorkloadSig:
@@ -97,6 +100,7 @@ def load_workload(path: Path) -> Workload:
             reference=module.reference, path=str(path),
             sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
             headline=tuple(dict(s) for s in getattr(module, "HEADLINE", ())),
+            derive=getattr(module, "derive", None),
         )
     except AttributeError as exc:
         raise WorkloadError(path, f"missing {exc.name}") from exc
@@ -111,6 +115,13 @@ def load_workload(path: Path) -> Workload:
                 check_positive(shape, f"{what} entry {shape}: a size")
             except ValueError as exc:
                 raise WorkloadError(path, str(exc)) from None
+    if wl.derive is not None:
+        if not callable(wl.derive):
+            raise WorkloadError(path, "derive must be a function of the sizes")
+        for shape in (*wl.shapes, *wl.headline):
+            if wl.derive(dict(shape)) != shape:
+                raise WorkloadError(path, f"derive changes the declared shape {shape}: the "
+                                    "shapes must already be consistent")
     for tname, (dtype, dims) in wl.tensors.items():
         if dtype not in DTYPE_BYTES:
             raise WorkloadError(path, f"tensor {tname}: unknown dtype {dtype}")

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cakegov.analysis.footprint import Footprints
-from cakegov.analysis.protocol import ragged
+from cakegov.analysis.protocol import persistent, ragged
 from cakegov.check.context import CheckContext
 from cakegov.check.rulebook import Rulebook
 from cakegov.corpus.workloads import Workload
@@ -66,26 +66,46 @@ def plan_shapes(kernel: LoweredKernel, workload: Workload, schedule: Any
     with few enough CTAs that every one runs, so an output element no CTA writes fails
     the comparison), and the next check shape made ragged (defects that need more loop
     iterations than stages, a missing release or a stage reused too early, only show once
-    a loop wraps its ring). Shapes the schedule's sizes make equal are run once."""
+    a loop wraps its ring); for a persistent kernel whose CTAs take one tile each at those
+    shapes, a shape where CTA 0 takes two (`carried_shape`). Shapes the schedule's sizes
+    make equal are run once."""
     shapes = workload.shapes_for(schedule.sizes, schedule.divisible)
-
-    def largest(shape: Mapping[str, int]) -> int:
-        n = 0
-        for _dtype, dims in workload.tensors.values():
-            size = 1
-            for d in dims:
-                size *= shape.get(d, 1)
-            n = max(n, size)
-        return n
-
-    shapes = sorted(shapes, key=lambda s: (largest(s), sorted(s.items())))
+    shapes = sorted(shapes, key=lambda s: (_largest(workload, s), sorted(s.items())))
     first = shapes[0]
     out = [first]
-    nxt = next((s for s in shapes[1:] if largest(s) <= MAX_SHAPE_ELEMENTS), None)
+    nxt = next((s for s in shapes[1:] if _largest(workload, s) <= MAX_SHAPE_ELEMENTS), None)
     for shape in (ragged(kernel, first), (ragged(kernel, nxt) or nxt) if nxt else None):
         if shape is not None and shape not in out:
             out.append(shape)
+    more = carried_shape(kernel, workload, shapes)
+    if more is not None and more not in out:
+        out.append(more)
     return out
+
+
+def carried_shape(kernel: LoweredKernel, workload: Workload,
+                  shapes: Sequence[Mapping[str, int]]) -> dict[str, int] | None:
+    """For a persistent kernel none of whose shapes gives CTA 0 two tiles: the first check
+    shape grown until it does (cakegov/analysis/protocol.py, `persistent`), within
+    MAX_SHAPE_ELEMENTS; what carries from tile to tile is then exercised."""
+    def fits(shape: Mapping[str, int]) -> bool:
+        return _largest(workload, shape) <= MAX_SHAPE_ELEMENTS
+
+    for shape in shapes:
+        more = persistent(kernel, shape, passes=2, fits=fits, derive=workload.derive)
+        if more is not None:
+            return more
+    return None
+
+
+def _largest(workload: Workload, shape: Mapping[str, int]) -> int:
+    n = 0
+    for _dtype, dims in workload.tensors.values():
+        size = 1
+        for d in dims:
+            size *= shape.get(d, 1)
+        n = max(n, size)
+    return n
 
 
 def plan_runs(shapes: Sequence[dict[str, int]], seeds: int) -> list[tuple[str, int, dict]]:

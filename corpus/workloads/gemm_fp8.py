@@ -35,6 +35,11 @@ SHAPES = (
 TOLERANCE = {"f32": 1e-3}
 
 
+def derive(sizes):
+    """KB and NB from K and N, for shapes the tools grow (a persistent kernel's M and N)."""
+    return {**sizes, "KB": sizes["K"] // BLOCK, "NB": -(-sizes["N"] // BLOCK)}
+
+
 def _quantise(x, rows, blocks):
     """Per (row, K block) scales amax / 448 and the E4M3 values of x / scale."""
     xb = x.reshape(rows, blocks, BLOCK)
