@@ -183,7 +183,8 @@ def elements(shape: tuple[int, ...]) -> int:
 # ---- repairs: what a rule proposes, the engine applies and re-checks -------------------
 
 RepairKind = Literal["set_arg", "set_parity", "insert", "delete", "move_after", "declare",
-                     "copy_bound", "insert_wait_like", "insert_pipeline_op", "carry_phase"]
+                     "copy_bound", "insert_wait_like", "insert_pipeline_op", "carry_phase",
+                     "reindex_last", "like_loop", "restage"]
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,12 @@ class Repair:
     - `like_loop(path, other=loop, form)`: the call at `path` (after loop `other`, a
       peeled iteration) becomes the loop's first call on the same receiver with the same
       method, its loop variable replaced by the loop's stop (`form="next"`: the position
-      after the loop's last) or stop - 1 (`"last"`)."""
+      after the loop's last) or stop - 1 (`"last"`);
+    - `restage(path, arg=selector, other, form=selector)`: the ring position the call at
+      `path` names at `arg` becomes the one the statement `other` names at `form`; a
+      selector is `recv` (`E` of `bar[E].wait(...)` or of `ring.wait(E)`), `barrier`
+      (`E` of `barrier=bar[E]` or `barrier=ring.full(E)`) or `view:<buffer>` (`E` of
+      `buffer[E]` or of `buffer[ring.stage(E)]`)."""
 
     kind: RepairKind
     path: str = ""

@@ -504,3 +504,67 @@ def test_one_rule_cannot_spend_the_repair_search_of_the_rules_after_it(checker, 
     ctx._begin_rule()
     assert ctx.repairs_spent()  # the whole check's bound holds for every rule
     assert MAX_RULE_REANALYSES < MAX_REANALYSES
+
+
+# ---- P029 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("src, old, new, at, fixed", [
+    # a read one stage ahead of its wait (pipeline): the read's iteration is the fix
+    (RING, "lm.mma(acc, a_s[ring.stage(k)]", "lm.mma(acc, a_s[ring.stage(k + 1)]",
+     "lm.mma(acc", "k"),
+    # the wait on the next slot before reads of this one (raw): the wait's index
+    (RAW, "            full[k % S].wait(parity=(k // S) % 2)\n",
+     "            full[(k + 1) % S].wait(parity=(k // S) % 2)\n", "full[(k + 1) % S].wait",
+     "k % S"),
+    # the release of the next stage (raw)
+    (RAW, "            empty[k % S].arrive()\n", "            empty[(k + 1) % S].arrive()\n",
+     "empty[(k + 1) % S].arrive", "k % S"),
+    # the arm of the next slot, the copies on this one
+    (RAW, "            full[k % S].arrive_expect_tx(",
+     "            full[(k + 1) % S].arrive_expect_tx(", "full[(k + 1) % S].arrive_expect_tx",
+     "k % S"),
+    # a copy into the next stage, its bytes counted on this stage's barrier
+    (RAW, "            b_s[k % S].load(", "            b_s[(k + 1) % S].load(",
+     "b_s[(k + 1) % S].load", "k % S"),
+])
+def test_one_ring_statement_naming_another_position_is_the_defect(checker, src, old, new,
+                                                                    at, fixed):
+    """The statement whose ring position disagrees with the rest of its iteration is named,
+    and its fix is that one index (the rules that would insert a wait or change a parity
+    are not asked first: phase `early`)."""
+    bad = _edit(src, old, new)
+    f = _only(checker, bad, "P029")
+    assert f.span.line == _line(bad, at)
+    [fix] = f.fixes
+    [edit] = fix.edits
+    assert edit.text == fixed and edit.span.line == f.span.line
+
+
+def test_a_release_of_the_previous_stage_is_not_an_odd_position(checker):
+    """CUTLASS's `mma_wait(pending=1)` then a release of position k - 1 differs from the rest
+    of its iteration on purpose: the rule's proposal (release k) is re-checked, refused, and
+    the schedule stays clean."""
+    text = (CORPUS / "valid/gemm/cutlass_coop_wgmma_s4.cake").read_text()
+    assert "empty[(k - 1) % S].arrive()" in text
+    assert _check(checker, text).verdict == "clean"
+
+
+def test_the_restage_repair_edits_the_position_at_each_selector(checker):
+    from cakegov.check.repair import RepairError, SourceEditor
+    from cakegov.ir.parse import parse_bytes
+    from cakegov.plugin import Repair
+
+    bad = _edit(RING, "lm.mma(acc, a_s[ring.stage(k)]", "lm.mma(acc, a_s[ring.stage(k + 1)]")
+    schedule = parse_bytes(bad.encode(), checker.vocabulary)
+    editor = SourceEditor(bad, schedule)
+    wait, mma = "roles.math.body[0].body[0]", "roles.math.body[0].body[1]"
+    [edit] = editor.edits(Repair("restage", mma, arg="view:a_s", other=wait, form="recv"))
+    assert edit.text == "k" and bad.splitlines()[edit.span.line - 1][
+        edit.span.col - 1:edit.span.end_col - 1] == "k + 1"
+    [edit] = editor.edits(Repair("restage", wait, arg="recv", other=mma, form="view:a_s"))
+    assert edit.text == "k + 1"  # the other way round: the wait takes the read's position
+    with pytest.raises(RepairError):  # already the same position
+        editor.edits(Repair("restage", mma, arg="view:b_s", other=wait, form="recv"))
+    with pytest.raises(RepairError):  # no such view
+        editor.edits(Repair("restage", wait, arg="view:a_s", other=mma, form="recv"))

@@ -169,7 +169,51 @@ class SourceEditor:
             return [self._like_loop(repair.path, repair.other, repair.form)]
         if kind == "reindex_last":
             return [self._reindex_last(repair.path, repair.other, repair.form)]
+        if kind == "restage":
+            return [self._restage(repair.path, repair.arg, repair.other, repair.form)]
         raise RepairError(f"unknown repair {kind}")
+
+    def _index_node(self, call: ast.Call, selector: str) -> ast.expr:
+        """The ring position a call names at `selector`: `recv` the receiver's index
+        (`bar[E].wait(...)`) or a pipeline operation's iteration (`ring.wait(E)`),
+        `barrier` the index of `barrier=bar[E]` or the iteration of `barrier=ring.full(E)`,
+        `view:<buffer>` the stage of the one view of `buffer` (`a_s[E]`, or E of
+        `a_s[ring.stage(E)]`)."""
+        node: ast.AST | None = None
+        if selector == "recv":
+            func = call.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Subscript):
+                node = func.value.slice
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+                    len(call.args) == 1:
+                node = call.args[0]
+        elif selector == "barrier":
+            node = next((k.value for k in call.keywords if k.arg == "barrier"), None)
+            if isinstance(node, ast.Subscript):
+                node = node.slice
+            elif isinstance(node, ast.Call) and len(node.args) == 1:
+                node = node.args[0]
+            else:
+                node = None
+        elif selector.startswith("view:"):
+            views = [n for n in ast.walk(call) if isinstance(n, ast.Subscript)
+                     and isinstance(n.value, ast.Name) and n.value.id == selector[5:]]
+            if len(views) == 1:
+                node = views[0].slice
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                        node.func.attr == "stage" and len(node.args) == 1:
+                    node = node.args[0]
+        if not isinstance(node, ast.expr):
+            raise RepairError(f"the statement names no ring position at {selector}")
+        return node
+
+    def _restage(self, path: str, selector: str, other: str, other_selector: str) -> Edit:
+        mine = self._index_node(self._call(self.stmt(path).ast_node), selector)
+        theirs = self._index_node(self._call(self.stmt(other).ast_node), other_selector)
+        text = self.text(theirs)
+        if self.text(mine) == text:
+            raise RepairError("the statement already names that position")
+        return Edit(span=self._span(mine), text=text)
 
     @staticmethod
     def _barrier_index(call: ast.Call) -> tuple[str, ast.expr] | None:

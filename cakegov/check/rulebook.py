@@ -27,7 +27,10 @@ from cakegov.plugin import Arg
 SEVERITIES = ("blocking", "report", "hint")
 AUTHORITIES = ("legality", "estimate", "coverage")
 STATUSES = ("preview", "stable", "deprecated")
-PHASES = ("main", "late", "final")  # late: classify what main rules left; final: report the rest
+# early: protocol rules whose repair is a one-expression edit that a broader repair of a
+# main rule (a new wait) could mask; late: classify what main rules left; final: report
+# the rest
+PHASES = ("early", "main", "late", "final")
 CODE_RE = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 VERSION_RE = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
@@ -309,6 +312,9 @@ def _load_rule(path: Path, root: Path, tag: str) -> RulePlugin:
     phase = getattr(module, "PHASE", "main")
     if phase not in PHASES:
         raise PluginError(relpath, f"PHASE must be one of {PHASES}")
+    if phase == "early" and category != "protocol":
+        raise PluginError(relpath, "PHASE early is for protocol rules (they run after the "
+                          "structural ones whatever their phase)")
     if not callable(check) or not inspect.isgeneratorfunction(check):
         raise PluginError(relpath, "`check(ctx)` must be a generator function")
     doc = module.__doc__ or ""

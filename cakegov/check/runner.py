@@ -127,7 +127,8 @@ class Checker:
         findings: list[Finding] = []
         rules = self.active_rules()
         structural = [r for r in rules if r.phase == "main" and r.category != "protocol"]
-        protocol = [r for r in rules if r.phase in ("main", "late") and r.category == "protocol"]
+        protocol = [r for r in rules if r.phase in ("early", "main", "late")
+                    and r.category == "protocol"]
         final = [r for r in rules if r.phase == "final"]
         self._run(structural, ctx, findings, file)
         if not any(f.severity == "blocking" for f in findings):

@@ -10,7 +10,9 @@ variable replaced by the loop's stop (the position the peeled iteration has) or 
 last value, in the schedule's own names (`full[(KT - 1) % S].wait(parity=((KT - 1) // S)
 % 2)` for a loop over `range(0, KT - 1)`), has the engine re-check the schedule, and
 reports at the peeled statement when that removes the anomaly, with the witness and the
-re-checked fix.
+re-checked fix. A peeled statement whose index alone disagrees with the rest of its
+peeled iteration (the read and the release name the last position, the wait the next)
+is stage-mismatch (P029), whose repair is that one index.
 
 ## Why is this bad?
 A peeled wait on the wrong stage, or with the parity of another position, waits for a
@@ -43,13 +45,12 @@ from cakegov.plugin import Repair
 
 CODE = "P027"
 NAME = "peeled-position"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
 MOTIVATED_BY = (
     "corpus/invalid/gemm/coop_peeled_last_wait_next_position.cake",
-    "corpus/invalid/kmeans_assign/peeled_last_wait_stage.cake",
 )
 
 _KINDS = ("deadlock", "race", "uninit", "early-pass", "lapped", "premature")

@@ -2,7 +2,9 @@
 valid/gemm/raw_barriers_s2.cake). At k=1 it waits parity 1 on empty[0]; if the math
 warpgroup releases stage 0 first, phase 0 completes before the wait is reached, the
 parity no longer differs and the loader waits for phase 1, which needs the stage it has
-not filled yet: a deadlock under consumer-ahead scheduling, on the fresh barrier."""
+not filled yet: a deadlock under consumer-ahead scheduling, on the fresh barrier. The
+parity is right for the stage the iteration fills; the repair is the wait's index, the
+slot every other ring statement of the iteration names (`empty[k % S]`)."""
 # origin: mutant valid/gemm/raw_barriers_s2.cake stage-plus-one 0
 @cake.schedule(target="sm_90a", workload="gemm", divisible={"K": 64})
 def gemm_raw_s2(lm, A, B, C):
@@ -18,7 +20,7 @@ def gemm_raw_s2(lm, A, B, C):
     m0, n0 = lm.block(0) * BM, lm.block(1) * BN
     with loader:
         for k in lm.range(0, lm.cdiv(lm.K, BK)):
-            empty[(k + 1) % S].wait(parity=(k // S + 1) % 2)  # expect: P006
+            empty[(k + 1) % S].wait(parity=(k // S + 1) % 2)  # expect: P029
             full[k % S].arrive_expect_tx(bytes=lm.nbytes(a_s, b_s))
             a_s[k % S].load(A, at=(m0, k * BK), barrier=full[k % S], pad=True)
             b_s[k % S].load(B, at=(n0, k * BK), barrier=full[k % S], pad=True)

@@ -33,7 +33,7 @@ def kmeans_peeled_last_s5(lm, X, C, labels):
             ring.release(t)
             lm.reduce(lab, dist, op="argmin", axis=1)
             lm.store(labels, at=(r0 + t * BR,), src=lab, mask=True)
-        ring.wait(TILES)  # expect: P027
+        ring.wait(TILES)  # expect: P029
         lm.sqdist(dist, x_s[ring.stage(TILES - 1)], c_s)
         ring.release(TILES - 1)
         lm.reduce(lab, dist, op="argmin", axis=1)
