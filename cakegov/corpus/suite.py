@@ -164,6 +164,9 @@ def label_jobs(planned: Iterable[Planned], rules: Path, workloads: Path, *, jobs
     return [found[i] for i in range(len(todo))]
 
 
+_SIM_ANALYSIS = ("protocol.py", "ctas.py", "cluster.py", "footprint.py", "semantics.py")
+
+
 def oracle_digest(corpus: Path, rulebook: Rulebook) -> str:
     """What the outcomes depend on: the workloads, the primitive and target plugins, and
     the engine code that lowers, simulates and judges a launch (the parser's changes show
@@ -178,7 +181,10 @@ def oracle_digest(corpus: Path, rulebook: Rulebook) -> str:
         "workloads": tree_digest(corpus / "workloads", ("*.py",)),
         "plugins": plugins,
         "engine": [tree_digest(engine / d, ("*.py", "*.j2")) for d in ("sim", "lower")]
-        + [tree_digest(engine / "corpus", ("oracle.py", "workloads.py"))],
+        + [tree_digest(engine / "corpus", ("oracle.py", "workloads.py"))]
+        # what the simulator takes from the analysis: shapes (ragged, carried), CTA
+        # classes, footprints and the proxy / group semantics
+        + [tree_digest(engine / "analysis", _SIM_ANALYSIS)],
     })
 
 
