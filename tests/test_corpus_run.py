@@ -76,6 +76,9 @@ def test_the_share_named_at_the_labelled_line_and_the_p099_share():
         failed(result, min_at_line=0.9)
     assert not any("labelled line" in f for f in failed(result, min_at_line=0.25))
     assert not any("labelled line" in f for f in failed(result))  # no gate asked for
+    assert "P099 on 25.0% of invalid items (c), above 2.0%" in failed(result, max_p099=0.02)
+    assert not any("P099" in f for f in failed(result, max_p099=0.25))
+    assert not any("P099" in f for f in failed(result))
     from cakegov.corpus.run import render_text
 
     assert "labelled code at the labelled line: 25.0% (1/4 invalid items); P099: 25.0% " \

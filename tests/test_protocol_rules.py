@@ -568,3 +568,18 @@ def test_the_restage_repair_edits_the_position_at_each_selector(checker):
         editor.edits(Repair("restage", mma, arg="view:b_s", other=wait, form="recv"))
     with pytest.raises(RepairError):  # no such view
         editor.edits(Repair("restage", wait, arg="view:a_s", other=mma, form="recv"))
+
+
+def test_a_deleted_warm_up_arrival_is_primed_before_the_later_roles_loop(checker):
+    """FA3 without math1's `mma_init` arrive on math0's scheduler barrier: each warpgroup
+    signals the other's barrier only after waiting on its own, so both wait forever. P015
+    proposes one `sched0.arrive()` before math1's loop (the later warpgroup primes, so the
+    earlier goes first, as FA3 orders them); the re-check confirms it."""
+    text = (CORPUS / "valid/attention/fa3_mainloop_d128.cake").read_text()
+    bad = _edit(text, "        sched0.arrive()                                     # mma_init: "
+                      "WG2 lets WG1 go first\n", "")
+    f = _only(checker, bad, "P015")
+    assert f.role == "math1"
+    [edit] = f.fixes[0].edits
+    assert edit.text.strip() == "sched0.arrive()" and edit.span.line == f.span.line
+    assert bad.splitlines()[f.span.line - 1].strip().startswith("for j in lm.range(")

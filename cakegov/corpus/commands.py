@@ -196,6 +196,9 @@ def corpus_run(
     min_at_line: Annotated[float | None, typer.Option("--min-at-line", min=0.0, max=1.0,
                            help="Fail when fewer invalid items than this fraction are "
                            "named by their labelled code at their labelled line.")] = None,
+    max_p099: Annotated[float | None, typer.Option("--max-p099", min=0.0, max=1.0,
+                        help="Fail when more invalid items than this fraction are reported "
+                        "P099 (an anomaly no rule's repair removes).")] = None,
     fmt: Annotated[RunFormat, typer.Option("--format", "-f", help="Output format.")] =
     RunFormat.text,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
@@ -208,7 +211,7 @@ def corpus_run(
     rule coverage per family, the incomplete rate and, with --mutants, the mutation kill
     rate, and how often the labelled code is found at the labelled line. Exit 0 passed, 1 a
     label mismatch (or a benign mutant rejected, the kill rate below --min-kill-rate, the
-    labelled-line share below --min-at-line), 2 usage."""
+    labelled-line share below --min-at-line, the P099 share above --max-p099), 2 usage."""
     from cakegov.cli import usage_error
     from cakegov.corpus import run as runs
     from cakegov.corpus import suite as suites
@@ -241,9 +244,10 @@ def corpus_run(
         except suites.SuiteError as exc:
             raise usage_error(str(exc)) from None
     render = runs.render_json if fmt is RunFormat.json else runs.render_text
-    sys.stdout.write(render(result, min_kill_rate, max_benign_rejected, min_at_line))
+    sys.stdout.write(render(result, min_kill_rate, max_benign_rejected, min_at_line,
+                            max_p099))
     raise typer.Exit(1 if runs.failed(result, min_kill_rate, max_benign_rejected,
-                                      min_at_line) else 0)
+                                      min_at_line, max_p099) else 0)
 
 
 def corpus_accept(

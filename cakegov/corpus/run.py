@@ -302,16 +302,22 @@ def summary(result: RunResult) -> dict[str, Any]:
 
 
 def failed(result: RunResult, min_kill_rate: float | None = None,
-           max_benign_rejected: int = 0, min_at_line: float | None = None) -> list[str]:
+           max_benign_rejected: int = 0, min_at_line: float | None = None,
+           max_p099: float | None = None) -> list[str]:
     """Why the run fails: label mismatches, more rejected benign mutants than allowed, a
     kill rate below the threshold, a share of invalid items named by their labelled code
-    at their labelled line below `min_at_line`. Empty when it passes."""
+    at their labelled line below `min_at_line`, a share of invalid items reported P099
+    (no rule's repair fits) above `max_p099`. Empty when it passes."""
     s = summary(result)
     out = [f"label mismatch: {f}" for f in s["mismatches"]]
     at_line = s["named_at_line_rate"]
     if min_at_line is not None and at_line is not None and at_line < min_at_line:
         out.append(f"labelled code at the labelled line in {at_line:.1%} of invalid items, "
                    f"below {min_at_line:.1%}")
+    p099 = s["p099_rate"]
+    if max_p099 is not None and p099 is not None and p099 > max_p099:
+        out.append(f"P099 on {p099:.1%} of invalid items ({', '.join(s['p099_items'][:3])}), "
+                   f"above {max_p099:.1%}")
     mutation = s.get("mutation")
     if mutation:
         rejected = mutation["benign_rejected"]
@@ -324,11 +330,13 @@ def failed(result: RunResult, min_kill_rate: float | None = None,
 
 
 def render_json(result: RunResult, min_kill_rate: float | None = None,
-                max_benign_rejected: int = 0, min_at_line: float | None = None) -> str:
+                max_benign_rejected: int = 0, min_at_line: float | None = None,
+                max_p099: float | None = None) -> str:
     data = {"summary": summary(result), "rules": rule_table(result),
             "coverage": coverage(result), "items": [asdict(i) for i in result.items],
             "mutants": [asdict(m) for m in result.mutants] if result.with_mutants else None,
-            "failures": failed(result, min_kill_rate, max_benign_rejected, min_at_line)}
+            "failures": failed(result, min_kill_rate, max_benign_rejected, min_at_line,
+                               max_p099)}
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
@@ -337,7 +345,8 @@ def _pct(x: float | None) -> str:
 
 
 def render_text(result: RunResult, min_kill_rate: float | None = None,
-                max_benign_rejected: int = 0, min_at_line: float | None = None) -> str:
+                max_benign_rejected: int = 0, min_at_line: float | None = None,
+                max_p099: float | None = None) -> str:
     s = summary(result)
     lines = [f"{s['items']} items ({s['valid']} valid, {s['invalid']} invalid) in "
              f"{len(s['families'])} families ({', '.join(s['families'])}), shard "
@@ -376,7 +385,7 @@ def render_text(result: RunResult, min_kill_rate: float | None = None,
                          + (", ..." if len(keys) > 3 else "") + ")")
         for key in m["benign_rejected"]:
             lines.append(f"  benign but rejected: {key}")
-    problems = failed(result, min_kill_rate, max_benign_rejected, min_at_line)
+    problems = failed(result, min_kill_rate, max_benign_rejected, min_at_line, max_p099)
     lines += ["", "FAILED: " + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else "")
               if problems else "passed"]
     return "\n".join(lines) + "\n"

@@ -7,8 +7,12 @@ its participants reach it different numbers of times, so an instance never gets 
 declared threads and a `sync` waits forever; or a role brings more threads than an
 instance has room for, so its warps land in two instances. The rule proposes deleting a
 use the other participants do not match, or the thread count its participants really
-bring, has the engine re-check the schedule, and reports only when that removes the
-anomaly: at the use or the declaration, with the witness and the re-checked fix.
+bring, or, where a role signals the barrier only inside its loop after waiting on its
+partner's (an ordered sequence: FA3's warp-scheduler barriers, CUTLASS's
+`OrderedSequenceBarrier`), the warm-up `bar.arrive()` before that loop that starts the
+sequence (the later role first, so the earlier goes first); it has the engine re-check
+the schedule, and reports only when that removes the anomaly: at the use, the
+declaration or the loop the arrive goes before, with the witness and the re-checked fix.
 
 ## Why is this bad?
 A role that reaches a named barrier fewer times than its partners (a missing `sync`, a
@@ -36,6 +40,7 @@ from cakegov.analysis.diagnose import (
     calls,
     classify,
     evidence,
+    loops_around,
     program_of,
     role_of,
     siblings_after,
@@ -45,13 +50,14 @@ from cakegov.plugin import Repair
 
 CODE = "P015"
 NAME = "named-barrier-deadlock"
-VERSION = "2.0.0"
+VERSION = "2.1.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
 MOTIVATED_BY = (
     "corpus/invalid/scale/named_barrier_extra_sync.cake",
     "corpus/invalid/kmeans_assign/named_handback_missing.cake",
+    "corpus/invalid/attention/fa3_scheduler_init_missing.cake",
 )
 
 _KINDS = ("deadlock", "named-split", "named-premature", "race")
@@ -106,6 +112,28 @@ def _candidates(ctx, anomaly):
                                 f"it {counts[busiest]}",
                                 subject=first_busy.path if first_busy else last.path,
                                 value=last)
+    # a role that signals the barrier only after its own wait on its partner's: it must
+    # signal once before its loop to start the sequence (FA3's `mma_init` arrive on the
+    # other warpgroup's scheduler barrier, CUTLASS's OrderedSequenceBarrier initial arrive)
+    # (the later role primes first: the earlier warpgroup goes first, as FA3's WG2 lets
+    # WG1 go first)
+    primed: set[tuple[str, str]] = set()
+    order = {r.name: i for i, r in enumerate(ctx.schedule.roles)}
+    for use in sorted(uses, key=lambda u: (-order.get(role_of(u.path), 0), u.span.line)):
+        if use.primitive != "named_barrier_arrive" or not loops_around(ctx.schedule,
+                                                                      use.path):
+            continue
+        role, name = role_of(use.path), use.args["bar"].name
+        first = next((u for u in uses if role_of(u.path) == role
+                      and u.args["bar"].name == name), use)
+        if (role, name) in primed or first.primitive != "named_barrier_arrive":
+            continue
+        primed.add((role, name))
+        top = ".".join(use.path.split(".")[:3]).split("]")[0] + "]"  # roles.R.body[i]
+        yield Candidate((Repair("insert", top, text=f"{name}.arrive()"),),
+                        f"signal `{name}` once before `{role}` enters its loop: its partner "
+                        f"waits on `{name}` before `{role}` first arrives on it",
+                        subject=top, value=use)
     for use in sorted(uses, key=lambda c: -c.span.line):
         yield Candidate((Repair("delete", use.path),),
                         "remove this use: the other participants do not reach the barrier "

@@ -17,11 +17,15 @@ the defects it can name would let an unnamed one through.
 ## Failing example
 `corpus/invalid/attention/fa3_scheduler_init_missing.cake`:
 ```python
-            kempty[j % S].wait(parity=(j // S + 1) % 2)  # expect: P099
+        for j in lm.range(0, lm.cdiv(lm.N, BN)):  # expect: P015
 ```
 
-The failing case deletes math0's `mma_init` arrive on its own warp-scheduler barrier;
-docs/checker.md lists why no rule's repair fits it.
+The corpus has no case of its own for this rule: every anomaly in it is named by the rule
+whose repair removes it (`cakegov corpus run` fails above 2 % P099). The case above
+deletes math1's `mma_init` arrive on math0's warp-scheduler barrier; P015 names it with
+the warm-up arrive. Checked with this rule alone (`cakegov check --select P099`), as a
+schedule is when a new defect class meets no rule, it is rejected here with the deadlock
+witness (every warp blocked at the scheduler barriers).
 
 ## Passing example
 `corpus/valid/attention/fa3_mainloop_d128.cake`:
@@ -34,7 +38,7 @@ from cakegov.analysis.witness import witness_evidence
 
 CODE = "P099"
 NAME = "protocol-anomaly"
-VERSION = "2.2.1"
+VERSION = "2.3.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"

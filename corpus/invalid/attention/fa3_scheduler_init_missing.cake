@@ -1,7 +1,9 @@
 """Derived from corpus/valid/attention/fa3_mainloop_d128.cake with math0's `mma_init`
 arrive on its own warp-scheduler barrier deleted: math0's first `sched0.sync()` waits for
 256 threads, math1 only arrives on barrier 9 after its own GEMM, which waits on barrier 10
-for math0's GEMM (deadlock)."""
+for math0's GEMM (deadlock). The repair is the deleted statement: math1 signals `sched0`
+once before its key-block loop (FA3's `mma_init`), labelled at that loop. Before P015
+proposed priming a scheduler barrier this was the corpus's one P099."""
 @cake.schedule(target="sm_90a", workload="attention", sizes={"D": 128})
 def attention_fa3_no_sched_init(lm, Q, K, V, O):
     BH, BN, S = 64, 64, 2
@@ -58,7 +60,7 @@ def attention_fa3_no_sched_init(lm, Q, K, V, O):
         q1_s[0].load(Q, at=(r0 + BH, 0), barrier=qbar[0], pad=True)
         o_done[0].wait(parity=1)                             # (work_idx + 1) % 2: fresh barrier
         for j in lm.range(0, lm.cdiv(lm.N, BN)):
-            kempty[j % S].wait(parity=(j // S + 1) % 2)  # expect: P099
+            kempty[j % S].wait(parity=(j // S + 1) % 2)
             kfull[j % S].arrive_expect_tx(bytes=lm.nbytes(k_s))
             k_s[j % S].load(K, at=(j * BN, 0), barrier=kfull[j % S], pad=True)
             vempty[j % S].wait(parity=(j // S + 1) % 2)
@@ -108,7 +110,7 @@ def attention_fa3_no_sched_init(lm, Q, K, V, O):
         lm.fill(m1, -1e30)
         lm.fill(l1, 0.0)
         qbar[0].wait(parity=0)                               # work_idx % 2
-        for j in lm.range(0, lm.cdiv(lm.N, BN)):
+        for j in lm.range(0, lm.cdiv(lm.N, BN)):  # expect: P015
             kfull[j % S].wait(parity=(j // S) % 2)
             sched1.sync()
             lm.mma(s1, q1_s[0], k_s[j % S], transpose_b=True, init=True)
