@@ -19,7 +19,9 @@ def test_the_quick_tier_exercises_every_rule_of_the_rulebook(rulebook):
     """Every rule's code is labelled somewhere in the quick subset, and the subset holds
     valid and invalid schedules."""
     quick_codes = set().union(*(read_label_file(p).codes for p in QUICK))
-    assert {r.code for r in rulebook.rules} <= quick_codes
+    # P099, the fallback, labels no corpus case (every anomaly there is named by a rule's
+    # repair); tests/test_rule_docs.py checks it on its example with it alone
+    assert {r.code for r in rulebook.rules} - {"P099"} <= quick_codes
     assert any(p.relative_to(CORPUS).parts[0] == "valid" for p in QUICK)
     assert any(p.relative_to(CORPUS).parts[0] == "invalid" for p in QUICK)
 
