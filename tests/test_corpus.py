@@ -67,3 +67,26 @@ def test_p099_is_rare_and_every_case_is_explained_in_the_checker_docs():
     docs = (ROOT / "docs" / "checker.md").read_text(encoding="utf-8")
     for p in p099:
         assert f"`{p.relative_to(CORPUS / 'invalid').as_posix()}`" in docs, p
+
+
+def _text_at(lines: list[str], span) -> str:
+    if span.line == span.end_line:
+        return lines[span.line - 1][span.col - 1:span.end_col - 1]
+    parts = [lines[span.line - 1][span.col - 1:]]
+    parts += lines[span.line:span.end_line - 1]
+    parts.append(lines[span.end_line - 1][:span.end_col - 1])
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("path", sorted(p for p in QUICK if "invalid" in p.parts),
+                         ids=lambda p: str(p.relative_to(CORPUS)))
+def test_no_fix_proposes_what_is_already_there(path: Path, checker):
+    """Help is checked against the schedule it is about: every edit of every fix changes
+    the text it covers (a count to the count it has, a stage to the stage it names, a
+    parity to the parity it has are refused before they become help)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    result = checker.check_path(path)
+    for f in result.findings:
+        for fix in f.fixes:
+            for edit in fix.edits:
+                assert _text_at(lines, edit.span) != edit.text, (f.code, fix.description)
