@@ -315,6 +315,69 @@ def test_a12_neg_an_elected_arrive_does_not_release_other_warps(checker, ruleboo
     both_reject(checker, rulebook, workloads, text, "P011", line, "race")
 
 
+def _without_derived_warp_syncs(kernel, role: str):
+    """The lowered kernel with every `__syncwarp()` the lowering derived in `role` removed
+    (a kernel the lowering never emits: what the two models say of it pins their lane
+    models)."""
+    from cakegov.lower.kernel import LFence, LFor
+
+    def strip(ops):
+        out = []
+        for op in ops:
+            if isinstance(op, LFence) and op.scope == "warp" and op.derived:
+                continue
+            if isinstance(op, LFor):
+                op = op.model_copy(update={"body": strip(op.body)})
+            out.append(op)
+        return tuple(out)
+
+    roles = tuple(r.model_copy(update={"body": strip(r.body)}) if r.name == role else r
+                  for r in kernel.roles)
+    return kernel.model_copy(update={"roles": roles})
+
+
+def _both_models(rulebook, workloads, text, role, sizes):
+    """(analysis anomaly kinds, simulator outcome) of `text` lowered, its derived warp syncs
+    removed."""
+    from cakegov.analysis.protocol import analyze
+    from cakegov.sim.run import Options, simulate_run
+
+    kernel, workload, _schedule, why = lower_any(text.encode(), "t.cake", rulebook, workloads)
+    assert kernel is not None, why
+    stripped = _without_derived_warp_syncs(kernel, role)
+    assert stripped != kernel  # the lowering had derived one
+    kinds = {a.kind for a in analyze(stripped, [sizes]).anomalies}
+    runs = [simulate_run(stripped, workload, rulebook.primitives, sizes,
+                         Options(strategy=st, seed=0)) for st in ("laggard", "round-robin")]
+    return kinds, {r.outcome for r in runs}, " ".join(r.detail for r in runs)
+
+
+def test_a12_trace_the_two_lane_models_and_the_sync_that_makes_them_agree(rulebook,
+                                                                         workloads):
+    """Hand-worked: the analysis gives each model thread of a warp one clock for the
+    elected lane and one for the other lanes' per-thread accesses (`who="T"`), and
+    attributes a warp-collective access (`mma.sync`, `who="W0"`) to the elected lane:
+    lane 0 executes it with the others. The simulator keeps lanes 0 and 1-31 apart and
+    joins them at a collective. Strip the lowering's derived `__syncwarp()`:
+    - per-thread writes, then lane 0's arrive (scale, `elected_arrive_derived_syncwarp`):
+      both models see lanes 1-31's writes unordered with the reader (race);
+    - collective `mma.sync` reads, then the proxy fence each lane executes for its own
+      reads, then lane 0's arrive (gemm, `raw_barriers_s2`): the analysis has the reads on
+      lane 0, covered by lane 0's own fence, and finds nothing; the simulator has them
+      joined into lanes 1-31 too, whose fences lane 0's arrive does not carry, and finds
+      the refill racing with them. The two lane models differ exactly where lanes 1-31
+      fence after a collective; the lowering always syncs the warp after a derived fence
+      before an elected arrive (docs/language.md, the convergence contract), so on every
+      kernel it emits the two agree (the corpus cross-check)."""
+    kinds, outcomes, detail = _both_models(rulebook, workloads, case(DERIVED), "worker",
+                                           {"M": 64, "N": 64})
+    assert "race" in kinds and "defect" in outcomes, (kinds, detail)
+    kinds, outcomes, detail = _both_models(rulebook, workloads,
+                                           case("valid/gemm/raw_barriers_s2.cake"), "math",
+                                           {"M": 64, "N": 128, "K": 256})
+    assert not kinds and "defect" in outcomes and "race" in detail, (kinds, detail)
+
+
 def test_a12_pos_an_issue_only_producer_runs_on_one_warp(checker):
     text = case("valid/gemm/cutlass_coop_wgmma_s4.cake")
     schedule = parse_bytes(text.encode(), checker.vocabulary)
