@@ -411,6 +411,29 @@ def version(rules: RulesOpt = None) -> None:
 
 
 @app.command()
+def doctor() -> None:
+    """Probe the sandbox a proposal's plugin code runs in (a real bwrap run with the
+    worker's namespace options, as the merge gate does before any proposed code runs) and
+    say which containment `propose-rule` would use, with and without --require-sandbox.
+    Exit 0 when bwrap works, 1 when it is refused (one line with the cause and the fix)."""
+    import os
+
+    from cakegov.govern import isolate
+
+    probe = isolate.probe_sandbox()
+    typer.echo(probe.line())
+    forced = os.environ.get("CAKEGOV_CONTAINMENT", "").strip().lower()
+    if probe.ok and forced != "fallback":
+        typer.echo("proposals: contained by bwrap (with or without --require-sandbox)")
+    else:
+        why = "CAKEGOV_CONTAINMENT=fallback" if probe.ok else "no working bwrap"
+        typer.echo(f"proposals: {why}: without --require-sandbox they run in the fallback "
+                   f"({isolate.FALLBACK_CONTAINMENT}); with it (the merge gate) they are "
+                   "refused")
+    raise typer.Exit(0 if probe.ok else 1)
+
+
+@app.command()
 def docs(
     check_only: Annotated[bool, typer.Option("--check", help="Exit 1 if a generated page is "
                           "out of date instead of writing it.")] = False,

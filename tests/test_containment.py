@@ -362,3 +362,85 @@ def test_a_finding_outside_the_source_is_dropped_as_a_failure():
     kept = _run({**event, "result": {**event["result"], "findings": [good]}},
                 {"T950": "hostile"})
     assert len(kept.result.findings) == 1 and not kept.failures
+
+
+# ---- the sandbox probe (issue 40) -------------------------------------------------------
+
+
+def _stub_bwrap(tmp_path, monkeypatch, stderr: str, code: int) -> None:
+    """A `bwrap` first on PATH that prints `stderr` and exits with `code`."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    stub = bindir / "bwrap"
+    stub.write_text(f"#!/bin/sh\nprintf '%s\\n' '{stderr}' >&2\nexit {code}\n")
+    stub.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.mark.parametrize("stderr, cause, fix", [
+    ("bwrap: setting up uid map: Permission denied", "AppArmor",
+     "AppArmor profile for /usr/bin/bwrap"),
+    ("bwrap: Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces "
+     "exceeded (ENOSPC)", "user.max_user_namespaces is 0", "max_user_namespaces above 0"),
+    ("bwrap: No permissions to creating new namespace, likely because the kernel does not "
+     "allow non-privileged user namespaces. On e.g. debian this can be enabled with "
+     "'sysctl kernel.unprivileged_userns_clone=1'. Operation not permitted",
+     "not permitted here", "not inside such a container"),
+])
+def test_a_refused_probe_names_the_cause_and_the_narrowest_fix(tmp_path, monkeypatch, stderr,
+                                                               cause, fix):
+    _stub_bwrap(tmp_path, monkeypatch, stderr, 1)
+    probe = isolate.probe_sandbox()
+    assert not probe.ok and probe.bwrap == str(tmp_path / "bin" / "bwrap")
+    assert cause in probe.cause and fix in probe.fix
+    r = CliRunner().invoke(app, ["doctor"])
+    assert r.exit_code == 1
+    first, second = r.stdout.splitlines()
+    assert first.startswith("sandbox: refused: ") and cause in first and fix in first
+    assert "with it (the merge gate) they are refused" in second
+
+
+def test_no_bwrap_is_a_refusal_with_the_package_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(isolate.shutil, "which", lambda name: None)
+    probe = isolate.probe_sandbox()
+    assert not probe.ok and probe.bwrap is None and "apt-get install bubblewrap" in probe.fix
+
+
+def test_doctor_on_a_working_sandbox(tmp_path, monkeypatch):
+    _stub_bwrap(tmp_path, monkeypatch, "", 0)
+    r = CliRunner().invoke(app, ["doctor"])
+    assert r.exit_code == 0 and "works with the worker's options" in r.stdout
+    monkeypatch.setenv("CAKEGOV_CONTAINMENT", "fallback")
+    r = CliRunner().invoke(app, ["doctor"])
+    assert r.exit_code == 0 and "CAKEGOV_CONTAINMENT=fallback" in r.stdout
+
+
+def _userns_limit_settable() -> bool:
+    if shutil.which("unshare") is None or shutil.which("bwrap") is None:
+        return False
+    import subprocess
+
+    run = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
+                          "echo 0 > /proc/sys/user/max_user_namespaces"],
+                         capture_output=True, check=False, timeout=20)
+    return run.returncode == 0
+
+
+@pytest.mark.skipif(not _userns_limit_settable(),
+                    reason="cannot make a user namespace with max_user_namespaces = 0 here")
+def test_the_probe_on_a_host_that_refuses_user_namespaces():
+    """A real refusal by the kernel, built on this machine: in a child user namespace with
+    user.max_user_namespaces = 0, bwrap must create a user namespace (as an unprivileged
+    runner's does: `--unshare-user`) and cannot; the probe reports it, with the fix."""
+    import json
+    import subprocess
+
+    code = ("import json; from cakegov.govern.isolate import probe_sandbox; "
+            "p = probe_sandbox(('--unshare-user',)); print(json.dumps([p.ok, p.cause, p.fix]))")
+    run = subprocess.run(
+        ["unshare", "-U", "-r", "sh", "-c",
+         f"echo 0 > /proc/sys/user/max_user_namespaces && exec {sys.executable} -c \"{code}\""],
+        capture_output=True, text=True, check=False, timeout=60, cwd=ROOT)
+    assert run.returncode == 0, run.stderr
+    ok, cause, fix = json.loads(run.stdout)
+    assert not ok and "user namespaces are disabled" in cause and "above 0" in fix

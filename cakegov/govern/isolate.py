@@ -147,20 +147,81 @@ def _clean(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class SandboxProbe:
+    """What a real bwrap run with the worker's options found here: `ok`, the bwrap used,
+    and when it failed, the cause and the narrowest fix in one line each."""
+
+    ok: bool
+    bwrap: str | None
+    cause: str = ""
+    fix: str = ""
+
+    def line(self) -> str:
+        if self.ok:
+            return f"sandbox: {self.bwrap} works with the worker's options (--unshare-all)"
+        return f"sandbox: refused: {self.cause}; fix: {self.fix}"
+
+
+_APPARMOR = ("unprivileged user namespaces are refused by AppArmor "
+             "(kernel.apparmor_restrict_unprivileged_userns=1, the default since Ubuntu "
+             "23.10, GitHub's ubuntu-24.04 runners included)",
+             "allow them for bwrap only: install the AppArmor profile for /usr/bin/bwrap "
+             "with `userns,` (docs/governance.md, \"The sandbox on the runner\"), never the "
+             "system-wide sysctl")
+_NO_USERNS = ("user namespaces are disabled (user.max_user_namespaces is 0, or the "
+              "nesting depth is exceeded)",
+              "set user.max_user_namespaces above 0 on the runner, or run the gate on a host "
+              "that allows user namespaces")
+_NOT_PERMITTED = ("creating namespaces is not permitted here (a container without "
+                  "CAP_SYS_ADMIN or a seccomp filter that refuses unshare/clone)",
+                  "run the gate on the host or a VM runner, not inside such a container")
+
+
+def classify_bwrap_failure(stderr: str) -> tuple[str, str]:
+    """(cause, fix) of a failed bwrap probe, from what bwrap printed."""
+    text = stderr.lower()
+    if "uid map" in text or "gid map" in text or (
+            "permission denied" in text and "namespace" in text):
+        return _APPARMOR
+    if "enospc" in text or "max_" in text or "no space left" in text:
+        return _NO_USERNS
+    if "operation not permitted" in text:
+        return _NOT_PERMITTED
+    first = next((ln.strip() for ln in stderr.splitlines() if ln.strip()), "no message")
+    return (f"bwrap failed: {first[:200]}", "see docs/governance.md, \"The sandbox on the "
+            "runner\"")
+
+
+def probe_sandbox(extra: tuple[str, ...] = ()) -> SandboxProbe:
+    """Run `bwrap` with the worker's namespace options (plus `extra`) on `true`; never
+    raises. What the gate runs before any proposed code (`cakegov doctor`)."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return SandboxProbe(False, None, "bwrap is not installed",
+                            "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)")
+    try:
+        run = subprocess.run(
+            [exe, *_BWRAP_BASE, *extra, "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
+             "/proc", "--tmpfs", "/tmp", "true"], stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=20, check=False)
+    except subprocess.TimeoutExpired:
+        return SandboxProbe(False, exe, "bwrap did not finish within 20 s", "check the host's "
+                            "load and bwrap installation")
+    except (OSError, subprocess.SubprocessError) as exc:
+        return SandboxProbe(False, exe, f"bwrap could not be started ({exc})",
+                            "reinstall bubblewrap")
+    if run.returncode == 0:
+        return SandboxProbe(True, exe)
+    cause, fix = classify_bwrap_failure(run.stderr.decode("utf-8", "replace"))
+    return SandboxProbe(False, exe, cause, fix)
+
+
 @functools.lru_cache(maxsize=1)
 def bwrap_available() -> str | None:
     """The path of a bwrap that works here (probed once), else None."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return None
-    try:
-        probe = subprocess.run(
-            [exe, *_BWRAP_BASE, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--tmpfs", "/tmp", "true"], stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=20, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return exe if probe.returncode == 0 else None
+    probe = probe_sandbox()
+    return probe.bwrap if probe.ok else None
 
 
 _BWRAP_BASE = ("--unshare-all", "--die-with-parent", "--new-session")
