@@ -444,3 +444,78 @@ def test_the_probe_on_a_host_that_refuses_user_namespaces():
     assert run.returncode == 0, run.stderr
     ok, cause, fix = json.loads(run.stdout)
     assert not ok and "user namespaces are disabled" in cause and "above 0" in fix
+
+
+# ---- the action's probe step (.github/actions/cakegov-gate/sandbox.sh) --------------------
+
+SANDBOX_SH = ROOT / ".github" / "actions" / "cakegov-gate" / "sandbox.sh"
+
+
+def _tool(bindir: Path, name: str, body: str) -> None:
+    path = bindir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+def _run_probe_step(tmp_path, bwrap: str, parser: str):
+    """sandbox.sh with a stubbed bwrap and apparmor_parser; the real `cakegov doctor`."""
+    import subprocess
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    _tool(bindir, "bwrap", bwrap)
+    _tool(bindir, "apparmor_parser", parser)
+    profiles = tmp_path / "apparmor.d"
+    profiles.mkdir()
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "SUDO": "",
+           "APPARMOR_DIR": str(profiles), "CAKEGOV": f"{sys.executable} -m cakegov",
+           "MARK": str(tmp_path / "loaded")}
+    run = subprocess.run(["bash", str(SANDBOX_SH)], capture_output=True, text=True, env=env,
+                         check=False, timeout=120, cwd=ROOT)
+    return run, profiles / "cakegov-bwrap", bindir / "bwrap"
+
+
+UID_MAP = "echo 'bwrap: setting up uid map: Permission denied' >&2\n"
+
+
+def test_the_probe_step_installs_the_bwrap_profile_on_an_apparmor_host(tmp_path):
+    """bwrap is refused until a profile is loaded: the step writes a profile for that bwrap
+    alone (`userns,`), loads it, probes again and passes."""
+    run, profile, bwrap = _run_probe_step(
+        tmp_path, bwrap=f'[ -f "$MARK" ] && exit 0\n{UID_MAP}exit 1\n',
+        parser='touch "$MARK"\necho "$@" > "$MARK"\n')
+    assert run.returncode == 0, run.stdout + run.stderr
+    text = profile.read_text()
+    assert f"profile cakegov-bwrap {bwrap} flags=(unconfined)" in text and "userns," in text
+    assert (tmp_path / "loaded").read_text().split() == ["-r", str(profile)]
+    assert "sandbox: refused" in run.stdout and run.stdout.rstrip().splitlines()[-2] \
+        .startswith("sandbox: ") and "works" in run.stdout.rstrip().splitlines()[-2]
+
+
+def test_the_probe_step_fails_without_fallback_when_the_profile_cannot_load(tmp_path):
+    run, _profile, _ = _run_probe_step(tmp_path, bwrap=f"{UID_MAP}exit 1\n",
+                                      parser="echo 'apparmor_parser: denied' >&2\nexit 1\n")
+    assert run.returncode == 1
+    [error] = [ln for ln in run.stdout.splitlines() if ln.startswith("::error::")]
+    assert "apparmor_parser could not load" in error and "AppArmor" in error
+
+
+def test_the_probe_step_does_not_touch_apparmor_for_another_cause(tmp_path):
+    run, profile, _ = _run_probe_step(
+        tmp_path, bwrap="echo 'bwrap: Creating new namespace failed: (ENOSPC)' >&2\nexit 1\n",
+        parser='touch "$MARK"\n')
+    assert run.returncode == 1 and not profile.exists()
+    assert not (tmp_path / "loaded").exists()
+    [error] = [ln for ln in run.stdout.splitlines() if ln.startswith("::error::")]
+    assert "user namespaces are disabled" in error and "never runs uncontained" in error
+
+
+def test_the_action_probes_before_any_proposed_code_runs():
+    from ruamel.yaml import YAML
+
+    action = YAML(typ="safe").load((SANDBOX_SH.parent / "action.yml").read_text())
+    names = [step.get("name") for step in action["runs"]["steps"]]
+    assert names.index("Probe the plugin sandbox") < names.index("cakegov propose-rule")
+    probe = action["runs"]["steps"][names.index("Probe the plugin sandbox")]
+    assert probe["if"] == "inputs.require-sandbox == 'true'"
+    assert "sandbox.sh" in probe["run"]
