@@ -1125,6 +1125,7 @@ class RecordKind(StrEnum):
     check = "check"
     proposal = "proposal"
     measurement = "measurement"
+    tamper = "tamper"
 
 
 @audit_app.command("list")

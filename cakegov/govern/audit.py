@@ -119,6 +119,13 @@ def summary(record: LedgerRecord) -> str:
                         if f.get("severity") == "blocking"})
         why = f" ({', '.join(codes)})" if codes else ""
         return f"{p.get('verdict', '?')}{why} {p.get('file', '?')}"
+    if record.kind == "tamper":
+        foreign = [str(r.get("id")) for r in p.get("foreign") or [] if isinstance(r, dict)]
+        files = len({*(p.get("added") or []), *(p.get("changed") or []),
+                     *(p.get("removed") or [])})
+        return (f"tampered: {files} file(s) changed, foreign record(s) "
+                f"{', '.join(foreign) or 'none'}" + (", ledger rewritten" if p.get("ledger")
+                                                     else ""))
     head = next((str(p[k]) for k in ("verdict", "outcome", "status", "result") if k in p), "")
     about = next((str(p[k]) for k in ("summary", "title", "schedule", "file", "change")
                   if k in p and isinstance(p[k], str | int | float)), "")

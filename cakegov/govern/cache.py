@@ -75,6 +75,7 @@ class ResultCache:
         self.enabled = enabled
         self.hits = 0
         self.misses = 0
+        self.written: dict[Path, str] = {}  # path -> sha256 of what this process stored
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
@@ -100,7 +101,9 @@ class ResultCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, json.dumps({"format": CACHE_FORMAT, "key": key, "value": value},
-                                          sort_keys=True, separators=(",", ":")))
+            text = json.dumps({"format": CACHE_FORMAT, "key": key, "value": value},
+                              sort_keys=True, separators=(",", ":"))
+            atomic_write(path, text)
+            self.written[path] = sha256_bytes(text.encode("utf-8"))
         except OSError:  # a read-only or full disk costs speed, never a wrong result
             pass

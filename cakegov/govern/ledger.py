@@ -23,7 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-KINDS: tuple[str, ...] = ("check", "proposal", "measurement")
+# "tamper": what the gate records instead of a verdict when something other than it
+# changed the checkout or the ledger while proposed code ran (cakegov/govern/tamper.py)
+KINDS: tuple[str, ...] = ("check", "proposal", "measurement", "tamper")
 GENESIS = "0" * 64
 SCHEMA_VERSION = "1"
 DEFAULT_NAME = Path(".cakegov") / "ledger.sqlite"
@@ -330,6 +332,7 @@ class Ledger:
 
     def _verify(self, head: str | None) -> VerifyResult:
         prev_id, prev_hash, count, seen = 0, GENESIS, 0, head is None
+        tampers: list[tuple[int, dict[str, Any]]] = []
         problem = self._file_problem()
         if problem is not None:
             return VerifyResult(False, 0, GENESIS, None, problem)
@@ -369,10 +372,15 @@ class Ledger:
                                     "is missing")
             prev_id, prev_hash = rid, stored
             seen = seen or stored == head
+            if kind == "tamper":
+                tampers.append((rid, payload))
         if not seen:
             return VerifyResult(False, count, prev_hash, None,
                                 f"expected head {head} is not in the chain: records were "
                                 "cut off or the chain was rewritten")
+        named = _tampered(tampers)
+        if named is not None:
+            return VerifyResult(False, count, prev_hash, named[0], named[1])
         blobs = 0
         for key, data in self._conn.execute("SELECT sha256, data FROM blobs ORDER BY sha256"):
             blobs += 1
@@ -403,6 +411,24 @@ class Ledger:
             return (f"unknown ledger schema version {row[0] if row else None!r} (this "
                     f"engine writes {SCHEMA_VERSION})")
         return None
+
+
+def _tampered(tampers: list[tuple[int, dict[str, Any]]]) -> tuple[int | None, str] | None:
+    """(first bad record, reason) when a `tamper` record names foreign records or a
+    rewritten ledger: the chain may be intact, but not every record in it is the gate's."""
+    for rid, payload in tampers:
+        run = str(payload.get("run_id", ""))[:32] or "?"
+        foreign = [r for r in payload.get("foreign") or [] if isinstance(r, dict)]
+        ids = sorted(int(r["id"]) for r in foreign if isinstance(r.get("id"), int))
+        if ids:
+            shown = ", ".join(map(str, ids[:20])) + (" ..." if len(ids) > 20 else "")
+            return ids[0], (f"record(s) {shown} were appended by something other than the "
+                            f"gate while proposed code ran (run {run}); record {rid} names "
+                            "them as foreign: only the gate appends")
+        if payload.get("ledger"):
+            return rid, (f"record {rid}: while proposed code ran (run {run}) the ledger was "
+                         f"tampered with: {str(payload['ledger'])[:300]}")
+    return None
 
 
 def _normal_sql(sql: str | None) -> str:

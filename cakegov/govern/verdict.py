@@ -515,7 +515,7 @@ def judge_costmodel(setup: Setup, options: ProposalOptions) -> Any:
 
 
 def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
-             run: RunInfo, cost_model: Any = None) -> ProposalResult:
+             run: RunInfo, cost_model: Any = None, tamper: Any = None) -> ProposalResult:
     plugin = _plugin_changes(setup, v)
     contract = [ContractChange(**c) for c in setup.contract]
     flips_ = [] if v.candidate_error else flips(setup, v)
@@ -530,6 +530,8 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     cost_notes = cost_model.notes if cost_model is not None else []
     blocks += [Blocker(kind=k, files=f, message=m) for k, f, m in
                (cost_model.blockers if cost_model is not None else [])]
+    if tamper:  # tamper.py: the checkout, cache or ledger changed behind the parent's back
+        blocks.insert(0, Blocker(kind="tampered", files=tamper.files, message=tamper.message()))
     if accepted:  # a maintainer accepted this exact contract change: reasons are moot
         blocks = [b for b in blocks if b.kind != "contract-change-without-reason"]
     elif digest:
