@@ -5,6 +5,7 @@ the fallback (input copies, scrubbed environment, hard limits, subreaper)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import resource
 import shutil
@@ -519,3 +520,105 @@ def test_the_action_probes_before_any_proposed_code_runs():
     probe = action["runs"]["steps"][names.index("Probe the plugin sandbox")]
     assert probe["if"] == "inputs.require-sandbox == 'true'"
     assert "sandbox.sh" in probe["run"]
+
+
+# ---- the worker's result channel: framed, authenticated, blame confirmed ------------
+
+_FIND_CHANNEL = '''\
+    import stat
+    def channels():
+        for fd in range(3, 64):
+            try:
+                if stat.S_ISFIFO(os.fstat(fd).st_mode) and os.get_blocking(fd) is not None:
+                    yield fd
+            except OSError:
+                pass
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forged_result_line_on_the_channel_kills_the_worker_and_is_never_parsed(project,
+                                                                                  mode):
+    """A plugin that writes a result frame of its own (a clean verdict for the schedule,
+    with and without a guessed authenticator) on every pipe it holds: the parent parses
+    none of it, kills the worker, blames the forger (confirmed by running it alone), and
+    the schedule's real result comes from a fresh worker without the forger."""
+    rel = job(project, mode).files[0][0]
+    forged = json.dumps({"ev": "result", "file": rel, "result": {"findings": [],
+                         "verdict": "clean", "forged": True}})
+    hostile(project, _FIND_CHANNEL + '''\
+    for fd in channels():
+        for mac in ("", "0" * 64 + " "):
+            try:
+                os.write(fd, (mac + FORGED + "\\n").encode())
+            except OSError:
+                pass
+    yield ctx.finding(None, "forged")
+    '''.replace("FORGED", repr(forged)), name="forger", code="T954")
+    out = run_job(job(project, mode))
+    assert out.containment == expected(mode)
+    [failure] = [f for f in out.failures if f["kind"] == "forged-output"]
+    assert failure["rule"] == "T954" and failure["file"] == rel
+    assert "does not carry this run's authenticator" in failure["message"]
+    assert out.quarantined == ["T954"]
+    result = out.results[rel]["result"]
+    assert "forged" not in result and result["findings"] is not None
+    assert not messages(out, "T954")  # the forger's own finding never arrived either
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blame_a_plugin_forges_with_the_stolen_key_is_not_confirmed(project, mode):
+    """The residual: a plugin that finds the worker's Protocol object in memory can write
+    authentic frames. It names R001 as the running rule and then hangs past the timer. The
+    parent runs R001 alone on the schedule, sees it finish, and so blames nobody it cannot
+    confirm: R001 is not quarantined, the failure names no rule, the schedule is given up."""
+    hostile(project, '''\
+    import gc
+    proto = next(o for o in gc.get_objects()
+                 if type(o).__name__ == "Protocol" and hasattr(o, "emit"))
+    proto.emit({"ev": "rule", "file": ctx._base.file, "rule": "R001"})
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    time.sleep(60)
+    yield from ()
+    ''', name="framer", code="T955")
+    out = run_job(job(project, mode, time_limit_s=1.0))
+    assert out.containment == expected(mode)
+    assert "R001" not in out.quarantined
+    assert not [f for f in out.failures if f["rule"] == "R001"], out.failures
+    [failure] = out.failures
+    assert failure["rule"] is None and failure["kind"] == "hang"
+    assert "R001 alone did not fail on this schedule" in failure["message"]
+    assert out.results == {}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rule_that_really_hangs_is_blamed_after_running_alone(project, mode):
+    hostile(project, '''\
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    time.sleep(60)
+    yield from ()
+    ''', name="sleeper", code="T956")
+    out = run_job(job(project, mode, time_limit_s=1.0))
+    [failure] = out.failures
+    assert failure["rule"] == "T956" and failure["kind"] == "hang", failure
+    assert out.quarantined == ["T956"]
+    assert set(out.results) == {rel for rel, _ in job(project, mode).files}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_worker_works_in_a_scratch_directory_never_the_checkout(project, mode, tmp_path):
+    """Item 3 of the containment contract: the worker's working directory, and the paths
+    of the rulebook and schedules it is given (the fallback's copies), lie outside the
+    checkout, so a relative write or a write next to its own file lands in scratch."""
+    hostile(project, '''\
+    import pathlib
+    here = pathlib.Path(__file__).resolve()
+    yield ctx.finding(None, "cwd=" + os.getcwd() + " file=" + str(here))
+    ''', name="where", code="T957")
+    out = run_job(job(project, mode))
+    [message] = messages(out, "T957")
+    cwd, plugin = (part.split("=", 1)[1] for part in message.split(" "))
+    assert not Path(cwd).resolve().is_relative_to(project.resolve()), cwd
+    assert Path(cwd).resolve() != Path.cwd().resolve()
+    if mode == "fallback":  # under bwrap the rulebook is bound read-only at its own path
+        assert not Path(plugin).is_relative_to(project.resolve()), plugin

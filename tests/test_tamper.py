@@ -248,3 +248,37 @@ def test_under_bwrap_the_same_plugin_changes_nothing(gate, tmp_path, monkeypatch
         assert [r.kind for r in book.records()] == ["check", "proposal"]
     assert json.dumps(data)  # the report was written from the parent's result
     assert os.environ["CAKEGOV_CONTAINMENT"] == "bwrap"
+
+
+FORGER = '''\
+    import stat
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, b'{"ev": "rule", "file": "x", "rule": "R001"}\\n')
+        except OSError:
+            pass
+    yield from ()
+    '''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["fallback", pytest.param("bwrap", marks=pytest.mark.skipif(
+    isolate.bwrap_available() is None, reason="bwrap is not available"))])
+def test_a_plugin_forging_progress_lines_is_blocked_by_name_and_the_ledger_verifies(
+        gate, tmp_path, monkeypatch, mode):
+    """Forged progress naming another rule, written on every pipe the plugin holds: the
+    proposal is blocked naming the forger (never R001), and the ledger holds only the
+    gate's records, so it verifies."""
+    monkeypatch.setenv("CAKEGOV_CONTAINMENT", mode)
+    path = rule_file(tmp_path / "forger.py", "T961", "forger", FORGER)
+    code, data, md = propose(str(path), "--no-cache", "--corpus", "corpus/invalid/scale")
+    assert code == 1, md
+    forged = [b for b in data["blockers"] if b["kind"] == "rule-forged-output"]
+    assert forged and forged[0]["rule"] == "T961", data["blockers"]
+    assert not [b for b in data["blockers"] if b.get("rule") == "R001"]
+    assert not [b for b in data["blockers"] if b["kind"] == "tampered"]
+    assert "rule T961 forger forged a frame on the worker's result channel" in md
+    assert _verify(gate)[0] == 0
+    with Ledger.open_readonly(gate / ".cakegov" / "ledger.sqlite") as book:
+        assert [r.kind for r in book.records()] == ["check", "proposal"]

@@ -265,10 +265,10 @@ def declared_version(path: Path) -> str | None:
             if value is None and isinstance(table, dict):
                 value = table.get("version")
         return value if isinstance(value, str) else None
-    return _literal(path, "VERSION")
+    return plugin_literal(path, "VERSION")
 
 
-def _literal(path: Path, name: str) -> str | None:
+def plugin_literal(path: Path, name: str) -> str | None:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
@@ -298,7 +298,7 @@ def trusted_description(rules_dir: Path, hashes: dict[str, str]) -> dict[str, An
         plugins[rel] = {"kind": DIR_KINDS[rel.split("/")[0]],
                         "version": declared_version(path), "sha256": sha}
         if rel.startswith("checks/"):
-            rules[rel] = {key: _literal(path, key.upper()) for key in _RULE_LITERALS}
+            rules[rel] = {key: plugin_literal(path, key.upper()) for key in _RULE_LITERALS}
     digest = hashlib.sha256(json.dumps({"engine": __version__, "plugins": plugins},
                                        sort_keys=True, separators=(",", ":")).encode()
                             ).hexdigest()
@@ -351,7 +351,7 @@ def declared_rules(rules_dir: Path) -> dict[str, str]:
     (nothing imported): the only codes a worker's findings may carry for that rulebook."""
     out: dict[str, str] = {}
     for path in sorted((rules_dir / "checks").glob("*.py")):
-        code, name = _literal(path, "CODE"), _literal(path, "NAME")
+        code, name = plugin_literal(path, "CODE"), plugin_literal(path, "NAME")
         if code and name:
             out[code] = name
     return out

@@ -1,12 +1,16 @@
 """Runs a rulebook in worker processes and turns every way they can fail into data.
 
 The parent starts `python -m cakegov.govern.worker` with a job file and reads its progress
-lines. The worker limits itself (time per rule per schedule, address space); the parent is
-the backstop: when no progress line arrives for longer than the time limit plus a grace
-period it kills the worker's process group, and when the worker dies it reads the last
-progress line. Either way the (rule, schedule) that was running becomes a failure record,
-that rule is skipped from then on, and a fresh worker carries on with the schedules that
-are left. Nothing a plugin does can crash this process.
+frames from a channel of their own, each authenticated with a per-run key
+(worker.Protocol; a frame that does not authenticate kills the worker). The worker limits
+itself (time per rule per schedule, address space); the parent is the backstop: when no
+progress line arrives for longer than the time limit plus a grace period it kills the
+worker's process group, and when the worker dies it reads the last progress line. Either
+way the (rule, schedule) that was running becomes a failure record, once running that rule
+alone in a fresh worker confirms it (the name came from the worker, which a plugin can
+subvert; unconfirmed, the schedule is given up and no rule is blamed), that rule is
+skipped from then on, and a fresh worker carries on with the schedules that are left.
+Nothing a plugin does can crash this process.
 
 Containment (plugins are attacker-controlled code). With a working `bwrap` the worker runs
 in a sandbox: new user, pid, network, IPC and UTS namespaces, a file system that holds
@@ -29,12 +33,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
+import hmac
 import json
 import os
 import queue
 import re
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -494,6 +501,10 @@ def _bwrap_command(exe: str, job: Job, files: list[tuple[str, str]], spec: Path,
     return [*cmd, "--", sys.executable, "-m", "cakegov.govern.worker", str(spec)]
 
 
+def _worker_args(channel: int, key_fd: int) -> list[str]:
+    return ["--channel", str(channel), "--key-fd", str(key_fd)]
+
+
 class _Attempt:
     """One worker process and the state of its progress."""
 
@@ -524,15 +535,29 @@ class _Attempt:
         else:
             become_subreaper()
             cmd = [sys.executable, "-m", "cakegov.govern.worker", str(spec_path)]
+        # the result channel and the key that authenticates its frames (worker.Protocol)
+        self.key = secrets.token_hex(32).encode("ascii")
+        self.seq = 0
+        key_r, key_w = os.pipe()
+        os.write(key_w, self.key)
+        os.close(key_w)
+        chan_r, chan_w = os.pipe()
+        cmd += _worker_args(chan_w, key_r)
         self.stop = threading.Event()
         self.lines: queue.Queue = queue.Queue(maxsize=4)
         limits = _preexec(_limits(job, len(files)), not self.bwrap and os.getuid() == 0)
-        with _PROCS:
-            self.proc = subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                env=env, start_new_session=True, cwd=cwd, preexec_fn=limits)
-            _WORKERS.add(self.proc.pid)
-        threading.Thread(target=_lines, args=(self.proc.stdout, self.lines, self.stop),
+        try:
+            with _PROCS:
+                self.proc = subprocess.Popen(
+                    cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                    stdin=subprocess.DEVNULL, env=env, start_new_session=True, cwd=cwd,
+                    preexec_fn=limits, pass_fds=(chan_w, key_r))
+                _WORKERS.add(self.proc.pid)
+        finally:
+            os.close(chan_w)
+            os.close(key_r)
+        self.channel = os.fdopen(chan_r, "rb")
+        threading.Thread(target=_lines, args=(self.channel, self.lines, self.stop),
                          daemon=True).start()
         self.stderr = _Stderr(self.proc.stderr, self.lines, self.stop)
         self.file: str | None = None
@@ -544,7 +569,7 @@ class _Attempt:
         self.file_bytes = 0
 
     def events(self, limit_s: float, load_limit_s: float) -> Iterator[dict[str, Any] | str]:
-        """Progress events; finally the string "timeout", "overflow" or "exit"."""
+        """Progress events; finally the string "timeout", "overflow", "forged" or "exit"."""
         while True:
             wait = limit_s if self.loaded else load_limit_s
             try:
@@ -564,8 +589,15 @@ class _Attempt:
                 self.overflow = f"output exceeded {FILE_OUTPUT_CAP} bytes on one schedule"
                 yield "overflow"
                 return
+            body = self._authentic(line)
+            if body is None:
+                self.overflow = (f"frame {self.seq} on the worker's result channel does not "
+                                 "carry this run's authenticator: code in the worker other "
+                                 "than the engine wrote on the channel")
+                yield "forged"
+                return
             try:
-                event = _clean(json.loads(line))
+                event = _clean(json.loads(body))
             except ValueError:
                 continue
             if isinstance(event, dict):
@@ -573,6 +605,17 @@ class _Attempt:
                     self.file_bytes = 0
                     self.stderr.mark = self.stderr.total
                 yield event
+
+    def _authentic(self, line: bytes) -> str | None:
+        """The JSON of `line` when it is the next frame the worker's Protocol wrote."""
+        from cakegov.govern.worker import frame_mac
+
+        mac, _, raw = line.rstrip(b"\n").partition(b" ")
+        body = raw.decode("utf-8", "replace")
+        if not hmac.compare_digest(mac, frame_mac(self.key, self.seq, body).encode()):
+            return None
+        self.seq += 1
+        return body
 
     def returncode(self) -> int | None:
         """The worker's status (bwrap reports a signal death as 128 + the signal)."""
@@ -601,9 +644,8 @@ class _Attempt:
         with contextlib.suppress(queue.Empty):
             while True:
                 self.lines.get_nowait()
-        for stream in (self.proc.stdout,):
-            with contextlib.suppress(OSError):
-                stream.close()
+        with contextlib.suppress(OSError):
+            self.channel.close()
 
     def stderr_tail(self) -> str:
         return self.stderr.text()
@@ -651,13 +693,16 @@ def run_job(job: Job, on_done: Callable[[int], None] | None = None) -> JobOutput
                 return output
             if not attempt.loaded:
                 why = {"timeout": "did not answer", "overflow": f"wrote too much "
+                       f"({attempt.overflow})", "forged": f"forged a frame "
                        f"({attempt.overflow})"}.get(ending) or _describe_exit(
                            attempt.returncode())
                 output.load_error = output.load_error or (
                     f"the worker {why} while loading the rulebook"
                     + (f": {tail.splitlines()[-1][:300]}" if tail else ""))
                 return output
-            _record_hard_failure(job, attempt, ending, tail, output, remaining, skip)
+            confirmed = _confirm(job, attempt, Path(tmp), containment)
+            _record_hard_failure(job, attempt, ending, tail, output, remaining, skip,
+                                 confirmed)
             tick()
             if not remaining:
                 return output
@@ -683,16 +728,70 @@ def _absorb(event: dict[str, Any], attempt: _Attempt, output: JobOutput,
         attempt.done = True
 
 
+def _plugin_of(rules: Path, code: str) -> Path | None:
+    """The check plugin of `rules` whose CODE literal is `code` (read, never imported)."""
+    from cakegov.govern.changes import plugin_literal
+
+    for path in sorted((rules / "checks").glob("*.py")):
+        if plugin_literal(path, "CODE") == code:
+            return path
+    return None
+
+
+def _confirm(job: Job, attempt: _Attempt, tmp: Path, containment: str) -> bool | None:
+    """Blame from what this process observes, not from what the worker said: the worker
+    that failed named the rule it was running, but a plugin in it can forge that name. So
+    the named rule runs alone (the only check plugin in a copy of the rulebook) on the same
+    schedule in a fresh worker: True when it fails there too (a kill, a death, a forged
+    frame, or a failure it reports for that rule), False when it does not or when no
+    plugin file declares that code. None when nothing was named (nothing to confirm)."""
+    if job.mode != "check" or attempt.rule is None or attempt.file is None:
+        return None
+    plugin = _plugin_of(Path(job.rules), attempt.rule)
+    found = [f for f in job.files if f[0] == attempt.file]
+    if plugin is None or not found:
+        return False
+    work = tmp / f"confirm-{time.monotonic_ns()}"
+    rules = work / "rules"
+    shutil.copytree(job.rules, rules, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for other in (rules / "checks").glob("*.py"):
+        if other.name != plugin.name:
+            other.unlink()
+    alone = dataclasses.replace(job, rules=rules, files=found, replay={
+        k: v for k, v in job.replay.items() if k in ("excluded_targets",
+                                                     "excluded_primitives")})
+    limit = job.step_limit_s if job.step_limit_s is not None else job.time_limit_s
+    probe = _Attempt(alone, found, [], work, containment)
+    ending, result = "exit", None
+    for event in probe.events(limit + max(GRACE_S, limit / 2), LOAD_LIMIT_S + GRACE_S):
+        if isinstance(event, str):
+            ending = event
+            break
+        if event.get("ev") == "loaded":
+            probe.loaded = True
+        elif event.get("ev") == "result" and event.get("file") == attempt.file:
+            result = event
+    probe.finish(kill=ending != "exit")
+    if ending != "exit" or result is None:
+        return True
+    return any(isinstance(f, dict) and f.get("rule") == attempt.rule
+               for f in result.get("failures") or [])
+
+
 def _record_hard_failure(job: Job, attempt: _Attempt, ending: str, tail: str,
                          output: JobOutput, remaining: list[tuple[str, str]],
-                         skip: list[str]) -> None:
-    """The worker was killed or died: blame the (rule, schedule) it was on."""
+                         skip: list[str], confirmed: bool | None = None) -> None:
+    """The worker was killed or died: blame the (rule, schedule) it was on, when running
+    that rule alone confirmed it (`confirmed`); otherwise the schedule, not the rule."""
     if ending == "timeout":
         limit = job.step_limit_s if job.step_limit_s is not None else job.time_limit_s
         kind, message = "hang", (f"gave no sign of life for {limit:g} s plus grace; the "
                                  "worker was killed")
     elif ending == "overflow":
         kind, message = "output", f"{attempt.overflow}; the worker was killed"
+        tail = ""
+    elif ending == "forged":
+        kind, message = "forged-output", f"{attempt.overflow}; the worker was killed"
         tail = ""
     else:
         kind = "crash"
@@ -701,7 +800,14 @@ def _record_hard_failure(job: Job, attempt: _Attempt, ending: str, tail: str,
             kind = "memory" if "MemoryError" in tail else kind
     if tail:
         message += f" (stderr: {tail.splitlines()[-1][:300]})"
-    failure = {"rule": attempt.rule, "name": "", "file": attempt.file, "kind": kind,
+    rule = attempt.rule
+    if confirmed is False and rule is not None:
+        message += (f"; the worker named rule {rule} as running, but {rule} alone did not "
+                    "fail on this schedule in a fresh worker, so the blame is not confirmed "
+                    "(the name came from the worker, which proposed code can forge); the "
+                    "schedule is given up")
+        rule = attempt.rule = None
+    failure = {"rule": rule, "name": "", "file": attempt.file, "kind": kind,
                "message": message, "where": attempt.step or ""}
     output.failures.append(failure)
     if attempt.rule is not None and attempt.rule not in skip:

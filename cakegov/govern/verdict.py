@@ -239,7 +239,8 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
     for (rule, kind), fails in sorted(by_rule.items(), key=lambda x: (x[0][0] or "", x[0][1])):
         first = fails[0]
         verb = {"hang": "hung", "crash": "crashed", "memory": "blew the memory limit",
-                "output": "exceeded the output limit"}.get(
+                "output": "exceeded the output limit",
+                "forged-output": "forged a frame on the worker's result channel"}.get(
             kind, kind)
         who = f"rule {rule} {names.get(rule or '', '')}".strip() if rule else "the worker"
         out.append(Blocker(kind=f"rule-{kind}", rule=rule,

@@ -1,11 +1,12 @@
-"""`python -m cakegov.govern.worker JOB.json`: runs one rulebook in its own process.
+"""`python -m cakegov.govern.worker JOB.json [--channel FD --key-fd FD]`: runs one
+rulebook in its own process.
 
 Proposed plugin code is untrusted, so the parent (cakegov/govern/isolate.py) never imports
 it: this worker loads the rulebook, checks schedules with every rule wrapped by a monitor,
-and reports progress as JSON lines on its original standard output (anything a plugin
-prints goes to standard error instead). Before each rule runs on each schedule it says so
-(`{"ev": "rule", ...}`), so when the process dies or stops answering the parent knows which
-rule on which schedule did it.
+and reports progress as authenticated JSON frames on a channel of its own (`Protocol`;
+anything a plugin prints goes to standard error instead). Before each rule runs on each
+schedule it says so (`{"ev": "rule", ...}`), so when the process dies or stops answering
+the parent knows which rule on which schedule did it.
 
 Limits: an address-space limit (`RLIMIT_AS`) turns a memory blow-up into a `MemoryError`;
 a `SIGALRM` timer per rule per schedule interrupts a rule that runs too long. Both, and any
@@ -21,6 +22,8 @@ the clean ones), `cost` (judge changed cost-parameter files over the valid corpu
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -42,16 +45,44 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 class Protocol:
-    """JSON lines to the parent on a private copy of the original standard output."""
+    """Authenticated JSON frames to the parent on the channel it passed (`--channel FD`).
 
-    def __init__(self) -> None:
-        self._out: TextIO = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    Each frame is one line, `MAC JSON`, where MAC is the HMAC-SHA256 of the frame's
+    sequence number and its JSON under a per-run key that the parent wrote on another pipe
+    (`--key-fd FD`); the key is read and that pipe closed before any plugin is imported,
+    and the channel is close-on-exec, so a program a plugin starts never holds it. A line
+    that a plugin writes on the channel (it can find the descriptor) fails the MAC and the
+    parent kills the worker; only frames this class writes are parsed. What a plugin prints
+    (stdout too, even from C) goes to standard error, which the parent shows as the
+    plugin's output and never parses."""
+
+    def __init__(self, channel: int | None = None, key_fd: int | None = None) -> None:
+        key = b""
+        if key_fd is not None:
+            while len(key) < 64:
+                chunk = os.read(key_fd, 64 - len(key))
+                if not chunk:
+                    break
+                key += chunk
+            os.close(key_fd)
+        self._key = key
+        self._seq = 0
+        fd = os.dup(1) if channel is None else channel
+        os.set_inheritable(fd, False)
+        self._out: TextIO = os.fdopen(fd, "w", encoding="utf-8")
         os.dup2(2, 1)  # whatever a plugin prints (even from C) lands on stderr
         sys.stdout = sys.stderr
 
     def emit(self, event: dict[str, Any]) -> None:
-        self._out.write(json.dumps(event, sort_keys=True, default=str) + "\n")
+        body = json.dumps(event, sort_keys=True, default=str)
+        self._out.write(f"{frame_mac(self._key, self._seq, body)} {body}\n")
+        self._seq += 1
         self._out.flush()
+
+
+def frame_mac(key: bytes, seq: int, body: str) -> str:
+    """The authenticator of frame `seq` with JSON `body` under `key` (parent and worker)."""
+    return hmac.new(key, f"{seq}\n{body}".encode(), hashlib.sha256).hexdigest()
 
 
 def _where(exc: BaseException, rules_dir: Path) -> str:
@@ -348,8 +379,10 @@ def cost_judgement(job: dict[str, Any], proto: Protocol) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    fds = {k: int(v) for k, v in zip(args[1::2], args[2::2], strict=False)
+           if k in ("--channel", "--key-fd")}
+    proto = Protocol(fds.get("--channel"), fds.get("--key-fd"))  # before any plugin loads
     job = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    proto = Protocol()
     signal.signal(signal.SIGALRM, _on_alarm)
     if job["mode"] != "evidence":  # CUDA maps far more address space than it uses
         _limit_memory(int(job.get("memory_limit_mb", 0)))
