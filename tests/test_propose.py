@@ -800,3 +800,71 @@ def test_the_parent_drops_codes_its_rulebook_does_not_declare():
                                                               ("E101", "input")]
     assert len(run.failures) == 2 and all("does not declare" in f["message"]
                                           for f in run.failures)
+
+
+TARGET_EDIT = "examples/proposals/targets/sm_90a.toml"
+
+
+def test_the_example_target_edit_changes_exactly_one_fact():
+    """The example stays the rulebook's sm_90a with one fact raised: when the rulebook's
+    target changes, this says to change the example with it."""
+    from cakegov.govern.changes import target_facts
+
+    base = target_facts((ROOT / "rules" / "targets" / "sm_90a.toml").read_bytes())
+    edit = target_facts((ROOT / TARGET_EDIT).read_bytes())
+    assert base is not None and edit is not None
+    assert {k for k in set(base) | set(edit) if base.get(k) != edit.get(k)} == \
+        {"smem_per_cta"}, "update examples/proposals/targets/sm_90a.toml from rules/targets"
+    assert edit["smem_per_cta"] == (262144, "bytes")
+
+
+def test_target_facts_ignore_sources_and_versions_but_not_units(tmp_path):
+    from cakegov.govern.changes import target_changes
+
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    for d in (base, cand):
+        shutil.copytree(ROOT / "rules" / "targets", d / "targets")
+    path = cand / "targets" / "sm_80.toml"
+    text = path.read_text()
+    path.write_text(text.replace('version = "', 'version = "9').replace(
+        'source = "', 'source = "see also: ', 1))
+    assert target_changes(base, cand) == []
+    path.write_text(text.replace('unit = "bytes"', 'unit = "KiB"', 1))
+    [row] = target_changes(base, cand)
+    assert row["kind"] == "target" and row["change"] == "modified"
+    assert "bytes -> " in row["detail"] and "KiB" in row["detail"]
+    (cand / "targets" / "sm_120.toml").write_text(text.replace('"sm_80"', '"sm_120"'))
+    rows = {r["path"]: r for r in target_changes(base, cand)}
+    assert rows["rules/targets/sm_120.toml"]["change"] == "added"
+    assert rows["rules/targets/sm_120.toml"]["detail"].startswith("hardware facts: target added")
+
+
+@pytest.mark.slow
+def test_a_target_edit_is_a_blocking_contract_change(project):
+    code, data, md = propose(TARGET_EDIT, "--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    [row] = [c for c in data["contract_changes"] if c["kind"] == "target"]
+    assert row["path"] == "rules/targets/sm_90a.toml"
+    assert "smem_per_cta: 232448 bytes -> 262144 bytes" in row["detail"]
+    assert "+value = 262144" in row["diff"]
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "contract-change"]
+    assert "rules/targets/sm_90a.toml" in blocker["files"]
+    assert "rules/targets/sm_90a.toml" in md and "smem_per_cta" in md
+    _, accepted, _ = propose(TARGET_EDIT, "--no-record", "--corpus", "corpus/invalid/gemm",
+                             "--accept-contract", data["contract_digest"])
+    assert not [b for b in accepted["blockers"] if b["kind"] == "contract-change"]
+
+
+def test_lock_check_fails_on_a_target_fact_without_a_source(tmp_path, monkeypatch):
+    root = tmp_path / "p"
+    shutil.copytree(ROOT / "rules", root / "rules", ignore=IGNORE)
+    (root / "corpus").mkdir()
+    path = root / "rules" / "targets" / "sm_80.toml"
+    text = path.read_text()
+    start = text.index("source = ", text.index("[limits.smem_per_sm]"))
+    path.write_text(text[:start] + text[text.index("\n", start) + 1:])
+    monkeypatch.chdir(root)
+    result = CliRunner().invoke(app, ["lock", "--check"])
+    assert result.exit_code == 2, result.output
+    assert "targets/sm_80.toml: limit `smem_per_sm` needs `value` and `source`" in \
+        " ".join(result.output.split())

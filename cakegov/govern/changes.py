@@ -510,6 +510,79 @@ def contract_changes(repo: git.Repo, commit: git.Commit, root: Path) -> list[dic
     return out
 
 
+TARGET_CAP = 1 << 20  # bytes of a target file read for its facts
+
+
+def target_facts(data: bytes | None) -> dict[str, Any] | None:
+    """A target file's hardware facts, `{limit: (value, unit)}` plus `target.name`, read
+    as data (tomllib, nothing executed); None when the bytes are absent, too large or not
+    a target. Sources, descriptions and versions are not facts."""
+    import tomllib
+
+    if data is None or len(data) > TARGET_CAP:
+        return None
+    try:
+        table = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return None
+    head, limits = table.get("target"), table.get("limits")
+    if not isinstance(head, dict) or not isinstance(limits, dict):
+        return None
+    facts: dict[str, Any] = {"target.name": head.get("name")}
+    for key, entry in limits.items():
+        facts[key] = ((entry.get("value"), entry.get("unit")) if isinstance(entry, dict)
+                      else (entry, None))
+    return facts
+
+
+def _fact(value: Any) -> str:
+    if isinstance(value, tuple):
+        shown, unit = value
+        return f"{shown!r} {unit}" if unit else repr(shown)
+    return repr(value)
+
+
+def target_changes(base_rules: Path, cand_rules: Path) -> list[dict[str, Any]]:
+    """A target is a fact about a chip, not a policy: every target file of the candidate
+    rulebook whose facts (limit values and units, the target's name) differ from the base's
+    is a contract change (kind `target`) with its diff, blocking until a maintainer accepts
+    it, like a change to the engine. A new or removed target file is one too. Edits of
+    sources, descriptions or the version alone are not."""
+    names = sorted({p.name for d in (base_rules, cand_rules)
+                    for p in (d / "targets").glob("*.toml")})
+    out: list[dict[str, Any]] = []
+    for name in names:
+        rel = f"{RULES}/targets/{name}"
+        before_p, after_p = base_rules / "targets" / name, cand_rules / "targets" / name
+        before = before_p.read_bytes() if before_p.is_file() else None
+        after = after_p.read_bytes() if after_p.is_file() else None
+        if before == after:
+            continue
+        old, new = target_facts(before), target_facts(after)
+        if before is not None and after is not None and old is not None and old == new:
+            continue
+        change = "added" if before is None else "removed" if after is None else "modified"
+        if old is None or new is None:
+            what = {"added": "target added", "removed": "target removed"}.get(
+                change, "target file is not readable as a target")
+            facts = f"{what} ({max(0, len(new or old or {}) - 1)} fact(s))"
+        else:
+            diffs = [f"{k}: {_fact(old.get(k)) if k in old else 'absent'} -> "
+                     f"{_fact(new.get(k)) if k in new else 'absent'}"
+                     for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+            facts = "; ".join(diffs[:12]) + (f"; and {len(diffs) - 12} more"
+                                             if len(diffs) > 12 else "")
+        out.append({"path": rel, "change": change, "kind": "target",
+                    "detail": f"hardware facts: {facts}", "needs_reason": False,
+                    "reason": None,
+                    "sha256_before": hashlib.sha256(before).hexdigest()
+                    if before is not None else None,
+                    "sha256_after": hashlib.sha256(after).hexdigest()
+                    if after is not None else None,
+                    "diff": _diff(rel, before, after)})
+    return out
+
+
 def head_state(repo: git.Repo) -> tuple[str, bool]:
     """HEAD's commit and whether the working tree differs from it."""
     return repo.head.commit.hexsha, repo.is_dirty(untracked_files=True)

@@ -320,6 +320,9 @@ def _notes(setup: Setup, v: Verdicts, contract: list[ContractChange]) -> list[st
     if kinds.get("engine"):
         notes.append(f"contract change: {kinds['engine']} engine file(s) under cakegov/ "
                      "differ from the base; review them as engine code")
+    if kinds.get("target"):
+        notes.append(f"contract change: {kinds['target']} hardware target file(s) state "
+                     "other facts than the base; check each against its cited source")
     if kinds.get("workload"):
         notes.append(f"contract change: {kinds['workload']} workload file(s) differ from "
                      "the base")
