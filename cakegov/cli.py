@@ -1085,8 +1085,12 @@ def rules_explain(code: Annotated[str, typer.Argument(help="Rule code or name.")
                     prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
             return row[-1]
 
+        from cakegov.check.select import LOOKALIKE
+
+        folded = code.upper().translate(LOOKALIKE)  # O typed for 0, I or l for 1
         close = sorted(difflib.get_close_matches(code, names, n=3),
-                       key=lambda name: edits(code.upper(), name.upper()))
+                       key=lambda name: (edits(folded, name.upper()),
+                                         edits(code.upper(), name.upper())))
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise usage_error(f"no rule {code!r}{hint}")
     out.print(styled(f"{rule.code} {rule.name} (v{rule.version}, {rule.severity}, "

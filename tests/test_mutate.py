@@ -117,9 +117,11 @@ def test_arbitrary_text_is_a_mutate_error_or_some_sites(text):
 # ---- the oracle ---------------------------------------------------------------------------
 
 class _Kernel:
-    def __init__(self, smem=0, threads=256, launch_regs=248, roles=()):
+    def __init__(self, smem=0, threads=256, launch_regs=248, roles=(), cluster=(1, 1, 1),
+                 nonportable=False):
         self.smem_bytes, self.threads, self.launch_regs, self.roles = (
             smem, threads, launch_regs, roles)
+        self.cluster, self.cluster_nonportable = cluster, nonportable
 
 
 LIMITS = {"smem_per_cta": 232448, "threads_per_cta": 1024, "registers_per_sm": 65536}
@@ -135,6 +137,12 @@ def test_launch_outcome_refuses_what_the_runtime_refuses():
     assert launch_outcome(_Kernel(smem=232448), LIMITS) is None
     assert launch_outcome(_Kernel(threads=1056), LIMITS).kind == LAUNCH
     assert launch_outcome(_Kernel(threads=512, launch_regs=136), LIMITS).kind == LAUNCH
+    clusters = {**LIMITS, "cluster_max": 8, "cluster_max_nonportable": 16}
+    assert launch_outcome(_Kernel(cluster=(8, 1, 1)), clusters) is None
+    assert launch_outcome(_Kernel(cluster=(4, 4, 1)), clusters).kind == LAUNCH
+    assert launch_outcome(_Kernel(cluster=(4, 4, 1), nonportable=True), clusters) is None
+    found = launch_outcome(_Kernel(cluster=(32, 1, 1), nonportable=True), clusters)
+    assert found.kind == LAUNCH and "cluster_max_nonportable" in found.detail
 
 
 def test_register_budgets_beyond_the_pool_deadlock_at_setmaxnreg():

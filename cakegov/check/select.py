@@ -8,6 +8,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+LOOKALIKE = str.maketrans("OIL", "011")  # letters typed for digits in a rule code
+
 
 @dataclass(frozen=True)
 class Unknown:
@@ -47,5 +49,9 @@ def resolve(values: Iterable[str], rules: Sequence[tuple[str, str]]
         close = difflib.get_close_matches(selector, candidates, n=3, cutoff=0.5)
         if not close:
             close = difflib.get_close_matches(selector.upper(), candidates, n=3, cutoff=0.5)
+        # a code typed with a look-alike letter (O for 0, I or l for 1) comes first
+        folded = selector.upper().translate(LOOKALIKE)
+        exact = [c for c in candidates if c.upper() == folded]
+        close = [*exact, *(c for c in close if c not in exact)][:3]
         unknown.append(Unknown(selector, tuple(close)))
     return frozenset(codes), unknown

@@ -6,8 +6,11 @@ Two steps, in the order the hardware meets them:
 1. **Launch.** The CUDA runtime refuses a launch whose dynamic shared memory exceeds the
    per-block limit (the kernel needs `cudaFuncSetAttribute` up to
    `cudaDevAttrMaxSharedMemoryPerBlockOptin`, 227 KB on sm_90a; beyond it the launch
-   fails with `cudaErrorInvalidValue`), whose block exceeds the threads per block, or
-   whose registers at launch exceed the SM's file (`cudaErrorLaunchOutOfResources`);
+   fails with `cudaErrorInvalidValue`), whose block exceeds the threads per block, whose
+   cluster exceeds the portable size (or, with the non-portable opt-in, the non-portable
+   one: `cudaErrorInvalidClusterSize`), whose grid has an extent below 1 or above its
+   axis's limit at a check shape (`cudaErrorInvalidConfiguration`), or whose registers
+   at launch exceed the SM's file (`cudaErrorLaunchOutOfResources`);
    CUDA C++ Programming Guide, "Technical Specifications per Compute Capability", and
    CUDA Runtime API `cudaLaunchKernel`. Inside a launched CTA, `setmaxnreg.inc` blocks
    until the CTA's pool has the registers it asks for (PTX ISA, "setmaxnreg"): when the
@@ -84,12 +87,39 @@ def launch_outcome(kernel: LoweredKernel, limits: Mapping[str, int]) -> Outcome 
     if file is not None and pool > file:
         return Outcome(LAUNCH, f"launch failure: {kernel.launch_regs} registers x "
                        f"{kernel.threads} threads = {pool}, the SM has {file}")
+    size = 1
+    for d in kernel.cluster:
+        size *= d
+    key = "cluster_max_nonportable" if kernel.cluster_nonportable else "cluster_max"
+    cluster = limits.get(key, limits.get("cluster_max"))
+    if cluster is not None and size > max(cluster, 1):
+        return Outcome(LAUNCH, f"launch failure: a cluster of {size} CTAs, the target allows "
+                       f"{cluster} ({key})")
     demand = sum((r.regs if r.regs is not None else kernel.launch_regs) * r.warps * 32
                  for r in kernel.roles)
     if demand > pool:
         return Outcome("deadlock", f"deadlock: the roles' register budgets need {demand} "
                        f"registers, the CTA's pool holds {pool}; a `setmaxnreg.inc` waits "
                        "for registers no warpgroup frees")
+    return None
+
+
+def grid_outcome(kernel: LoweredKernel, limits: Mapping[str, int],
+                 shapes: list[dict[str, int]]) -> Outcome | None:
+    """A launch failure when a grid extent is below 1 or above the target's limit for its
+    axis at one of `shapes` (cudaErrorInvalidConfiguration), else None."""
+    from cakegov.ir.expr import Env, EvalError, evaluate
+
+    for sizes in shapes:
+        for axis, extent in zip("xyz", kernel.grid, strict=False):
+            try:
+                value = evaluate(extent, Env(sizes=sizes))
+            except (EvalError, KeyError, ValueError, ZeroDivisionError):
+                continue
+            limit = limits.get(f"grid_{axis}_max")
+            if value < 1 or (limit is not None and value > limit):
+                return Outcome(LAUNCH, f"launch failure: the grid's {axis}-extent is "
+                               f"{value} at {sizes}, the target allows 1..{limit}")
     return None
 
 
@@ -131,7 +161,9 @@ def outcome(source: bytes, name: str, rulebook: Rulebook,
         return Outcome(UNKNOWN, why_not)
     target = rulebook.targets.get(schedule.target)
     limits = {k: v.value for k, v in target.limits.items()} if target is not None else {}
-    launch = launch_outcome(kernel, limits)
+    launch = launch_outcome(kernel, limits) or grid_outcome(
+        kernel, limits, _workload.shapes_for(schedule.sizes, schedule.divisible)
+        if _workload is not None else [])
     if launch is not None:
         return launch
     evidence = simulate_evidence(source, name, rulebook, workloads, seeds=seeds)

@@ -23,6 +23,8 @@ from cakegov.gpu.records import Rotation, rotation_copies
 from cakegov.gpu.tensormap import TensorMapError, TensorMapSpec, encode
 
 STATIC_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in to dynamic shared memory
+# CUfunction_attribute CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (cuda.h, CUDA 12+)
+NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 POLL_S = 0.0005
 TIMED_LOOP_TIMEOUT_S = 300.0  # a timed series that takes longer counts as hung
 
@@ -84,10 +86,13 @@ class LaunchConfig:
     tensors: tuple[str, ...]
     sizes: tuple[int, ...]
     tensor_maps: tuple[TensorMapSpec, ...] = ()
+    cluster_nonportable: bool = False  # set NON_PORTABLE_CLUSTER_SIZE_ALLOWED before launch
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"grid": list(self.grid), "block": list(self.block),
                                "smem_bytes": self.smem_bytes}
+        if self.cluster_nonportable:
+            out["cluster_nonportable"] = True
         if self.tensor_maps:
             out["tensor_maps"] = [t.to_json() for t in self.tensor_maps]
         return out
@@ -230,6 +235,9 @@ class CupyDevice:
             fn = module.get_function(artifact.name)
             if launch.smem_bytes > STATIC_SMEM_LIMIT:
                 fn.max_dynamic_shared_size_bytes = launch.smem_bytes
+            if launch.cluster_nonportable:  # cuda.h: a cluster above the portable size
+                cp.cuda.driver.funcSetAttribute(
+                    fn.ptr, NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)
             threads = launch.block[0] * launch.block[1] * launch.block[2]
             if fn.max_threads_per_block < threads:
                 raise KernelError(f"kernel can run at most {fn.max_threads_per_block} threads "

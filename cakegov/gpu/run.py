@@ -233,6 +233,7 @@ def launch_config(kernel: LoweredKernel, workload: Workload, sizes: Mapping[str,
         tensors=tuple(workload.tensors),
         sizes=tuple(int(sizes[s]) for s in workload.sizes),
         tensor_maps=maps,
+        cluster_nonportable=kernel.cluster_nonportable,
     )
 
 

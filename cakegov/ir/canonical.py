@@ -19,12 +19,14 @@ _NON_SEMANTIC = frozenset({"span", "path", "arg_spans", "target_span", "workload
 # Optional fields added after schedules had identities: left out while unset, so that
 # every schedule that does not use them keeps its identity.
 _OMIT_WHEN_NONE = frozenset({"alias", "tile", "counter"})
+_OMIT_WHEN_FALSE = frozenset({"cluster_nonportable"})
 
 
 def _strip(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _strip(v) for k, v in value.items() if k not in _NON_SEMANTIC
-                and not (k in _OMIT_WHEN_NONE and v is None)}
+                and not (k in _OMIT_WHEN_NONE and v is None)
+                and not (k in _OMIT_WHEN_FALSE and v is False)}
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value

@@ -137,11 +137,14 @@ SWIZZLE_BYTES: dict[str, int] = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
 
 
 class Launch(Node):
-    """Grid (expressions over workload sizes), warps per CTA, cluster shape."""
+    """Grid (expressions over workload sizes), warps per CTA, cluster shape, and whether
+    the kernel opts in to a non-portable cluster size (more CTAs than the target's portable
+    `cluster_max`; the launcher sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)."""
 
     grid: tuple[Expr, ...]
     warps: int
     cluster: tuple[int, ...] = (1, 1, 1)
+    cluster_nonportable: bool = False
 
     @property
     def threads(self) -> int:

@@ -647,7 +647,7 @@ class _Parser:
             self.fail(errors.STRUCTURE, "`lm.launch` may appear only once", stmt)
         if call.args:
             self.fail(errors.ARG_TYPE, "`lm.launch` takes keyword arguments", call)
-        kw = self.keywords(call, ("grid", "warps", "cluster"))
+        kw = self.keywords(call, ("grid", "warps", "cluster", "cluster_nonportable"))
         if "grid" not in kw or "warps" not in kw:
             self.fail(errors.ARG_TYPE, "`lm.launch` needs `grid=` and `warps=`", call)
         grid_node = kw["grid"]
@@ -672,8 +672,14 @@ class _Parser:
             cluster = tuple(self.static_int(e, "`cluster`", positive=True) for e in elts)
             if not 1 <= len(cluster) <= 3:
                 self.fail(errors.ARG_TYPE, "`cluster` has 1 to 3 dimensions", node)
+        nonportable = False
+        if "cluster_nonportable" in kw:
+            node = kw["cluster_nonportable"]
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, bool)):
+                self.fail(errors.ARG_TYPE, "`cluster_nonportable` must be True or False", node)
+            nonportable = bool(node.value)  # type: ignore[attr-defined]
         self.launch = Launch(path="launch", span=self.span(stmt), grid=grid, warps=warps,
-                             cluster=cluster)
+                             cluster=cluster, cluster_nonportable=nonportable)
 
     # ---- declarations ----------------------------------------------------------------
 

@@ -401,7 +401,12 @@ class _Emitter:
             schedule_sha256=k.schedule_sha256, verifier_digest=verifier_digest,
             workload=k.workload, grid=[render(g) for g in k.grid], threads=k.threads,
             smem_bytes=k.smem_bytes, abi=names,
-            notes=["Nothing in this file has been validated on a GPU by cakegov itself; "
+            notes=[*(["Launch with the function attribute "
+                      "cudaFuncAttributeNonPortableClusterSizeAllowed = 1: the cluster of "
+                      f"{cluster_size(k.cluster)} CTAs is above the portable size (the "
+                      "schedule opts in with cluster_nonportable=True)."]
+                     if k.cluster_nonportable else []),
+                   "Nothing in this file has been validated on a GPU by cakegov itself; "
                    "see docs/lowering.md."]))
         runtime = self.env.get_template("runtime.cuh.j2").render(ptx=self.ptx)
         text = self.env.get_template("kernel.cu.j2").render(

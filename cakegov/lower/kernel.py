@@ -485,6 +485,9 @@ class LoweredKernel(_Model):
     subset_barriers: tuple[LSubsetBarrier, ...] = ()
     # Tensor maps the kernel takes as parameters (after the sizes), in ABI order.
     tensor_maps: tuple[LTensorMap, ...] = ()
+    # The launcher sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (a cluster of
+    # more CTAs than the target's portable size; the schedule opted in)
+    cluster_nonportable: bool = False
 
     def tensor_map(self, name: str) -> LTensorMap | None:
         return next((t for t in self.tensor_maps if t.name == name), None)

@@ -40,7 +40,8 @@ from cakegov.sim.evidence import simulate_evidence
 from cakegov.sim.state import CORRECT, DEFECT
 
 STATIC_CODES = frozenset({"H001", "H002", "H003", "H004", "H007", "N001", "N002", "R001",
-                          "R002", "R003", "R004", "R005", "R006", "R008", "R009", "R010"})
+                          "R002", "R003", "R004", "R005", "R006", "R008", "R009", "R010",
+                          "R011"})
 BOUND_CODES = frozenset({"P098"})
 
 

@@ -2,14 +2,19 @@
 
 ## What it does
 Multiplies the dimensions of `lm.launch(..., cluster=(x, y, z))` and rejects the launch
-when the product exceeds the target's `cluster_max` (8 portable CTAs on sm_90a; 1 on
-sm_80, which has no clusters). The finding points at the `lm.launch` line; the hint gives
-a cluster shape that fits, obtained by halving the largest dimension until it does.
+when the product exceeds what the target allows: its portable `cluster_max` (8 CTAs on
+sm_90a and sm_100a; 1 on sm_80, which has no clusters), or, when the launch opts in with
+`cluster_nonportable=True`, its `cluster_max_nonportable` (16 on sm_90a and sm_100a). A
+cluster between the two without the opt-in is rejected with the opt-in as the hint. The
+finding points at the `lm.launch` line; otherwise the hint gives a cluster shape that fits,
+obtained by halving the largest dimension until it does.
 
 ## Why is this bad?
-A launch with an unsupported cluster size fails (`cudaErrorInvalidClusterSize`, or the
-kernel cannot be scheduled at all without the non-portable opt-in): the candidate spends
-a compile and a GPU slot for no measurement.
+A launch with an unsupported cluster size fails (`cudaErrorInvalidClusterSize`): a
+cluster above the portable size runs only when the kernel carries the attribute
+`cudaFuncAttributeNonPortableClusterSizeAllowed` (which the lowering sets exactly when the
+schedule opts in), and no cluster above the hardware's non-portable size runs at all. The
+candidate spends a compile and a GPU slot for no measurement.
 
 ## Failing example
 `corpus/invalid/gemm/cluster_too_large.cake`:
@@ -26,7 +31,7 @@ lm.launch(grid=(lm.cdiv(lm.M, BM), lm.cdiv(lm.N, BN)), warps=8)
 
 CODE = "R008"
 NAME = "cluster-size"
-VERSION = "1.0.0"
+VERSION = "1.1.0"
 SEVERITY = "blocking"
 CATEGORY = "resources"
 STATUS = "stable"
@@ -53,22 +58,32 @@ def check(ctx):
     launch = ctx.schedule.launch
     if ctx.target is None or launch is None or ctx.target.get("cluster_max") is None:
         return
-    limit = ctx.target["cluster_max"]
+    portable = ctx.target["cluster_max"]
+    nonportable = max(ctx.target.get("cluster_max_nonportable") or portable, portable)
+    opted = launch.cluster_nonportable
+    limit, key = (nonportable, "cluster_max_nonportable") if opted else (portable,
+                                                                         "cluster_max")
     size = _product(launch.cluster)
     if size <= limit:
         return
     dims = " x ".join(str(d) for d in launch.cluster)
     if limit <= 1:
         hint = f"remove `cluster=`: {ctx.target.name} launches single CTAs"
+    elif not opted and size <= nonportable:
+        hint = (f"add `cluster_nonportable=True` to `lm.launch` ({ctx.target.name} runs up to "
+                f"{nonportable} CTAs per cluster with the non-portable opt-in), or use "
+                f"`cluster={fitting_cluster(launch.cluster, portable)}`")
     else:
         fit = fitting_cluster(launch.cluster, limit)
         hint = f"use `cluster={fit}` ({_product(fit)} CTAs)"
+    which = "with the non-portable opt-in" if opted else "portably"
     yield ctx.finding(
         launch,
-        f"the cluster {dims} has {size} CTAs but {ctx.target.name} allows at most {limit}",
-        condition=f"product of cluster dims {size} <= cluster_max {limit}",
+        f"the cluster {dims} has {size} CTAs but {ctx.target.name} allows at most {limit} "
+        f"{which}",
+        condition=f"product of cluster dims {size} <= {key} {limit}",
         hint=hint,
         resource="cluster",
         evidence={"cluster": list(launch.cluster), "size": size, "limit": limit,
-                  "source": ctx.target.source("cluster_max")},
+                  "nonportable": opted, "source": ctx.target.source(key)},
     )
