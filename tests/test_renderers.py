@@ -384,3 +384,27 @@ def test_the_doc_base_is_the_projects_documentation_url(monkeypatch):
     monkeypatch.setenv(ENV, "docs/")  # SARIF's helpUri must be an absolute URI
     with pytest.raises(ValueError, match="absolute"):
         rule_url("P005", "initial-parity")
+
+
+def test_a_very_long_source_line_is_shown_as_a_window_with_the_caret_on_the_span(tmp_path):
+    """A 100,000-level nested expression: the snippet shows 160 characters around the
+    span, marked as cut, with the caret still under the reported column."""
+    from typer.testing import CliRunner
+
+    from cakegov.cli import app
+
+    path = tmp_path / "deep.cake"
+    path.write_text('@cake.schedule(target="sm_90a", workload="scale")\ndef k(lm, X, Y):\n'
+                    "    x = " + "(" * 100_000 + "1" + ")" * 100_000 + "\n")
+    result = CliRunner().invoke(app, ["check", "--no-cache", str(path)])
+    assert result.exit_code == 2, result.output[:500]
+    lines = result.output.splitlines()
+    snippet = next(ln for ln in lines if ln.startswith("3 | "))
+    assert len(snippet) < 200 and snippet.endswith("...")
+    caret = lines[lines.index(snippet) + 1]
+    column = int(next(ln for ln in lines if "-->" in ln).rsplit(":", 1)[1])
+    text = path.read_text().splitlines()[2]
+    shown = snippet[4:]
+    start = column - 1 - (caret.index("^") - 4) + (3 if shown.startswith("...") else 0)
+    assert text[start:start + 20] == shown[(3 if shown.startswith("...") else 0):][:20]
+    assert len(result.output) < 5000

@@ -13,6 +13,9 @@ _LEVEL = {"blocking": "error", "report": "warning", "hint": "help"}
 WITNESS_STEPS = 12  # the end of a witness is where the protocol goes wrong
 
 
+SNIPPET_WIDTH = 160  # characters of a source line shown under a finding
+
+
 def _source_lines(file: str, cache: dict[str, list[str]]) -> list[str]:
     if file not in cache:
         try:
@@ -35,9 +38,17 @@ def render_finding(f: Finding, lines: list[str]) -> str:
             text = lines[f.span.line - 1].replace("\t", " ")
             end = f.span.end_col if f.span.end_line == f.span.line else len(text) + 1
             length = max(1, min(end, len(text) + 1) - f.span.col)
+            col = f.span.col
+            if len(text) > SNIPPET_WIDTH:  # a window of the line around the span
+                start = max(0, min(col - 1 - SNIPPET_WIDTH // 4, len(text) - SNIPPET_WIDTH))
+                lead = "..." if start else ""
+                tail = "..." if start + SNIPPET_WIDTH < len(text) else ""
+                text = lead + text[start:start + SNIPPET_WIDTH] + tail
+                col = col - start + len(lead)
+                length = max(1, min(length, SNIPPET_WIDTH - (col - 1 - len(lead))))
             out.append(f"{gutter} |")
             out.append(f"{f.span.line} | {text}")
-            out.append(f"{gutter} | {' ' * (f.span.col - 1)}{'^' * length}")
+            out.append(f"{gutter} | {' ' * (col - 1)}{'^' * length}")
     where = [f"{k}: {v}" for k, v in (("resource", f.resource), ("role", f.role),
                                           ("stage", f.stage)) if v is not None and v != ""]
     if where:

@@ -150,11 +150,49 @@ def blob_text(commit: git.Commit, path: str) -> str | None:
 
 # ---- proposed files ------------------------------------------------------------------
 
+PLUGIN_CAP = 1 << 20  # bytes of one plugin file; the largest in the rulebook is ~40 KB
+
+
+def plugin_text(path: Path) -> str:
+    """The text of a plugin file the parent is asked to judge, read within bounds: a
+    regular file (never a FIFO or a device), at most PLUGIN_CAP bytes, UTF-8. Anything
+    else is a ProposalInputError (exit 2) naming the file, read no further."""
+    import stat
+
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise ProposalInputError(f"{path}: cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ProposalInputError(f"{path}: not a regular file")
+    if info.st_size > PLUGIN_CAP:
+        raise ProposalInputError(f"{path}: {info.st_size} bytes, over {PLUGIN_CAP} bytes "
+                                 "for one plugin file; not read")
+    with path.open("rb") as f:
+        data = f.read(PLUGIN_CAP + 1)
+    if len(data) > PLUGIN_CAP:
+        raise ProposalInputError(f"{path}: over {PLUGIN_CAP} bytes for one plugin file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProposalInputError(f"{path}: not UTF-8 text (byte {exc.start}): a plugin is "
+                                 "a UTF-8 .py or .toml file") from None
+
+
+def parse_python(text: str, name: str) -> ast.Module:
+    """ast.parse, with a nesting too deep for the parser (RecursionError, MemoryError)
+    reported like a syntax error."""
+    try:
+        return ast.parse(text, name)
+    except (RecursionError, MemoryError):
+        raise SyntaxError("nested too deeply to parse") from None
+
+
 def _python_kind(path: Path) -> str | None:
     """`check` or `primitive`, from the module's top-level names; never imported."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:
+        tree = parse_python(plugin_text(path), str(path))
+    except (SyntaxError, ValueError) as exc:
         raise ProposalInputError(f"{path}: not valid Python, so its kind is unknown: "
                                  f"{exc}") from None
     names: set[str] = set()
@@ -174,8 +212,8 @@ def _python_kind(path: Path) -> str | None:
 
 def _toml_kind(path: Path) -> str | None:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        data = tomllib.loads(plugin_text(path))
+    except (tomllib.TOMLDecodeError, RecursionError, MemoryError):
         return None
     return "target" if isinstance(data.get("target"), dict) else "costmodel"
 
@@ -193,6 +231,7 @@ def placement(path: Path, root: Path) -> tuple[str, str]:
         if len(parts) != 2 or parts[0] not in DIR_KINDS:
             raise ProposalInputError(f"{path}: not a plugin location (rules/checks, "
                                      "rules/primitives, rules/targets, rules/costmodel)")
+        plugin_text(path)  # bounded, UTF-8
         return DIR_KINDS[parts[0]], rel.as_posix()
     if path.suffix == ".py":
         kind = _python_kind(path)
@@ -270,8 +309,8 @@ def declared_version(path: Path) -> str | None:
 
 def plugin_literal(path: Path, name: str) -> str | None:
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        tree = parse_python(plugin_text(path), str(path))
+    except (ProposalInputError, SyntaxError, ValueError):
         return None
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and \

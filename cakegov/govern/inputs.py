@@ -17,7 +17,7 @@ from typing import Any
 from cakegov.check.runner import expand_paths
 from cakegov.corpus.labels import LabelError, Labels, read_label_file, read_labels
 from cakegov.govern import changes
-from cakegov.govern.cache import plugin_hashes, sha256_bytes
+from cakegov.govern.cache import PLUGIN_GLOBS, plugin_hashes, sha256_bytes
 from cakegov.govern.models import ProposalOptions, ProposedFile
 
 
@@ -70,8 +70,8 @@ def _rel(path: Path, root: Path) -> str:
 def _motivated_by(path: Path) -> list[str]:
     """MOTIVATED_BY of a rule file, read from its syntax tree (never imported)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-    except (SyntaxError, UnicodeDecodeError, ValueError):
+        tree = changes.parse_python(changes.plugin_text(path), str(path))
+    except (changes.ProposalInputError, SyntaxError, ValueError):
         return []
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
@@ -158,6 +158,9 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         if not (cand_rules / "checks").is_dir():
             raise changes.ProposalInputError(f"no rulebook at {cand_rules}")
         mode = "working-tree"
+    for pattern in PLUGIN_GLOBS:  # bounded, UTF-8: before anything reads them whole
+        for plugin in sorted(cand_rules.glob(pattern)):
+            changes.plugin_text(plugin)
     hashes = {"base": plugin_hashes(base_rules), "candidate": plugin_hashes(cand_rules)}
     unproposed = (_unproposed(root / changes.RULES, hashes["base"], proposed)
                   if mode == "files" else [])

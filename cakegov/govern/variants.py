@@ -171,7 +171,7 @@ def _bound_names(text: str) -> set[str]:
     """Names the schedule binds: functions, assignment and loop targets (tuples included)."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     names: set[str] = set()
 
@@ -778,12 +778,15 @@ def variants(text: str) -> list[Variant]:
     """The variants of `text` that parse and differ from it and from each other (possibly
     none)."""
     out: list[Variant] = []
-    for v in _all(text):
-        if v is None or v.text == text or any(o.text == v.text for o in out):
-            continue
-        try:
-            ast.parse(v.text)
-        except (SyntaxError, ValueError):
-            continue
-        out.append(v)
+    try:
+        for v in _all(text):
+            if v is None or v.text == text or any(o.text == v.text for o in out):
+                continue
+            try:
+                ast.parse(v.text)
+            except (SyntaxError, ValueError):
+                continue
+            out.append(v)
+    except (RecursionError, MemoryError):  # nested too deeply for `ast`: no variants
+        return []
     return out
