@@ -4,6 +4,7 @@ the project's rulebook and a small slice of its corpus, committed, then a propos
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -868,3 +869,71 @@ def test_lock_check_fails_on_a_target_fact_without_a_source(tmp_path, monkeypatc
     assert result.exit_code == 2, result.output
     assert "targets/sm_80.toml: limit `smem_per_sm` needs `value` and `source`" in \
         " ".join(result.output.split())
+
+
+def _relock() -> None:
+    result = CliRunner().invoke(app, ["lock"])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow
+def test_demoting_a_stable_rule_loses_its_catches_by_default_and_is_a_contract_change(
+        project):
+    """R001 moved to preview (version bumped, lock updated): the worker still runs it, but
+    `cakegov check` no longer does by default, so its labelled catch is lost, and the
+    demotion itself is a contract change."""
+    path = project / "rules" / "checks" / "smem-capacity.py"
+    text = path.read_text()
+    version = re.search(r'VERSION = "(\d+)\.(\d+)\.(\d+)"', text)
+    bumped = f'VERSION = "{version[1]}.{int(version[2]) + 1}.0"'
+    path.write_text(text.replace('STATUS = "stable"', 'STATUS = "preview"').replace(
+        version[0], bumped))
+    _relock()
+    code, data, md = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    lost = [b for b in data["blockers"] if b["kind"] == "lost-catch"]
+    assert lost and lost[0]["rule"] == "R001", data["blockers"]
+    assert "corpus/invalid/gemm/smem_over_capacity.cake" in lost[0]["files"]
+    assert "line 6 by default:" in md and "runs stable rules only" in md
+    [row] = [c for c in data["contract_changes"] if c["kind"] == "rule-status"]
+    assert row["path"] == "rules/checks/smem-capacity.py"
+    assert "status stable -> preview" in row["detail"]
+    assert [b for b in data["blockers"] if b["kind"] == "contract-change"]
+
+
+@pytest.mark.slow
+def test_a_changed_primitive_is_a_contract_change_a_new_one_is_not(project):
+    path = project / "rules" / "primitives" / "elementwise.py"
+    text = path.read_text()
+    version = re.search(r'VERSION = "(\d+)\.(\d+)\.(\d+)"', text)
+    path.write_text(text.replace(version[0], f'VERSION = "{version[1]}.{int(version[2]) + 1}.0"')
+                    + "\n# changed semantics would go here\n")
+    _relock()
+    code, data, md = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    [row] = [c for c in data["contract_changes"] if c["kind"] == "primitive"]
+    assert row["path"] == "rules/primitives/elementwise.py" and row["change"] == "modified"
+    assert "+# changed semantics would go here" in row["diff"]
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "contract-change"]
+    assert "rules/primitives/elementwise.py" in blocker["files"]
+
+
+def test_semantics_changes_lists_demotions_and_primitive_edits_only(tmp_path):
+    from cakegov.govern.changes import default_off, semantics_changes
+
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    for d in (base, cand):
+        shutil.copytree(ROOT / "rules", d, ignore=IGNORE)
+    assert semantics_changes(base, cand) == []
+    assert "R020" not in default_off(base) and "R001" not in default_off(base)
+    rule = cand / "checks" / "smem-capacity.py"
+    rule.write_text(rule.read_text().replace('SEVERITY = "blocking"', 'SEVERITY = "report"'))
+    (cand / "primitives" / "brand-new.py").write_text("SPELLING = 'x'\n")
+    (cand / "primitives" / "elementwise.py").unlink()
+    rows = {r["path"]: r for r in semantics_changes(base, cand)}
+    assert set(rows) == {"rules/checks/smem-capacity.py", "rules/primitives/elementwise.py"}
+    assert "severity blocking -> report" in rows["rules/checks/smem-capacity.py"]["detail"]
+    assert rows["rules/primitives/elementwise.py"]["change"] == "removed"
+    preview = cand / "checks" / "launch-limits.py"
+    preview.write_text(preview.read_text().replace('STATUS = "stable"', 'STATUS = "preview"'))
+    assert "R011" in default_off(cand)

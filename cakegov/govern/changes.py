@@ -622,6 +622,77 @@ def target_changes(base_rules: Path, cand_rules: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _rule_meta(rules_dir: Path) -> dict[str, dict[str, str | None]]:
+    """code -> the literal CODE, NAME, STATUS and SEVERITY of each check plugin (read,
+    never imported), with its relpath."""
+    out: dict[str, dict[str, str | None]] = {}
+    for path in sorted((rules_dir / "checks").glob("*.py")):
+        code = plugin_literal(path, "CODE")
+        if code is not None:
+            out[code] = {"name": plugin_literal(path, "NAME"),
+                         "status": plugin_literal(path, "STATUS"),
+                         "severity": plugin_literal(path, "SEVERITY"),
+                         "relpath": f"checks/{path.name}"}
+    return out
+
+
+def default_off(rules_dir: Path) -> frozenset[str]:
+    """Codes of the check plugins `cakegov check` does not run by default (any status but
+    `stable`): their findings reject nothing for a user who does not opt in."""
+    return frozenset(code for code, meta in _rule_meta(rules_dir).items()
+                     if meta["status"] != "stable")
+
+
+def _row(rel: str, kind: str, change: str, detail: str, before: bytes | None,
+         after: bytes | None) -> dict[str, Any]:
+    return {"path": rel, "change": change, "kind": kind, "detail": detail,
+            "needs_reason": False, "reason": None,
+            "sha256_before": hashlib.sha256(before).hexdigest() if before is not None else None,
+            "sha256_after": hashlib.sha256(after).hexdigest() if after is not None else None,
+            "diff": _diff(rel, before, after)}
+
+
+def semantics_changes(base_rules: Path, cand_rules: Path) -> list[dict[str, Any]]:
+    """Contract changes inside the rulebook that are not new policy:
+
+    - a changed or removed primitive plugin (kind `primitive`): it is the language's
+      semantics, what every rule sees of the calls that use it, so changing it changes
+      verdicts of schedules the corpus may not hold; a new primitive is not a contract
+      change (nothing used it before);
+    - a stable rule demoted (kind `rule-status`): its STATUS leaves `stable` (so `cakegov
+      check` stops running it by default) or its SEVERITY leaves `blocking` (so its
+      findings stop rejecting)."""
+    out: list[dict[str, Any]] = []
+    for path in sorted((base_rules / "primitives").glob("*.py")):
+        rel = f"{RULES}/primitives/{path.name}"
+        before = path.read_bytes()
+        cand = cand_rules / "primitives" / path.name
+        after = cand.read_bytes() if cand.is_file() else None
+        if before == after:
+            continue
+        change = "removed" if after is None else "modified"
+        out.append(_row(rel, "primitive", change, f"primitive {path.stem} {change}: the "
+                        "semantics every rule sees of its calls", before, after))
+    base, cand_meta = _rule_meta(base_rules), _rule_meta(cand_rules)
+    for code, old in sorted(base.items()):
+        new = cand_meta.get(code)
+        if new is None or old["status"] != "stable":
+            continue
+        what = []
+        if new["status"] != "stable":
+            what.append(f"status stable -> {new['status']} (no longer run by default)")
+        if old["severity"] == "blocking" and new["severity"] != "blocking":
+            what.append(f"severity blocking -> {new['severity']} (no longer rejects)")
+        if not what:
+            continue
+        rel = f"{RULES}/{new['relpath']}"
+        before = (base_rules / str(old["relpath"])).read_bytes()
+        after = (cand_rules / str(new["relpath"])).read_bytes()
+        out.append(_row(rel, "rule-status", "modified",
+                        f"{code} {new['name']} demoted: {'; '.join(what)}", before, after))
+    return out
+
+
 def head_state(repo: git.Repo) -> tuple[str, bool]:
     """HEAD's commit and whether the working tree differs from it."""
     return repo.head.commit.hexsha, repo.is_dirty(untracked_files=True)

@@ -193,6 +193,7 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
                     external.append(case.rel)
     contract = changes.contract_changes(repo, base.commit, root)
     contract += changes.target_changes(base_rules, cand_rules)
+    contract += changes.semantics_changes(base_rules, cand_rules)
     for case in _old_forms(contract, base.commit, f"{prefix}/" if prefix else "", tmp / "old"):
         cases[case.rel] = case
     ordered = [cases[k] for k in sorted(cases)]

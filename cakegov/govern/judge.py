@@ -537,11 +537,12 @@ def _evidence_targets(setup: Setup, v: Verdicts, wl: str) -> list[evidence.Targe
     runs it (with the rulebook that accepts it, else the base's, or the candidate's when
     only proposed code can compute it), and a clean one is also compiled."""
     out = []
+    off = default_off(setup)
     for case in setup.cases:
         before, after = v.runs["base"][case.rel].result, v.runs["candidate"][case.rel].result
         if before is None or after is None:
             continue
-        items = classify(case, before, after)
+        items = classify(case, before, after, off)
         if not any(i.kind != "changed_diagnostic" for i in items):
             continue
         accepted = evidence.accepting(before, after)
@@ -660,12 +661,27 @@ def _first(result: FileResult, code: str, line: int) -> Finding | None:
                  if f.code == code and (f.span.line if f.span else 0) == line), None)
 
 
-def classify(case: Case, before: FileResult, after: FileResult) -> list[FlipItem]:
-    """The flip items of one schedule (empty when nothing changed)."""
+def default_off(setup: Setup) -> tuple[frozenset[str], frozenset[str]]:
+    """(base, candidate): the codes `cakegov check` does not run by default on each side,
+    from the plugins' STATUS literals (read, never imported)."""
+    return (changes.default_off(setup.rules["base"]),
+            changes.default_off(setup.rules["candidate"]))
+
+
+def classify(case: Case, before: FileResult, after: FileResult,
+             off: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+             ) -> list[FlipItem]:
+    """The flip items of one schedule (empty when nothing changed). Rules run with every
+    status (preview too), so a new rule is judged on what it finds; `off` holds, per side,
+    the codes the default selection leaves out, so that a labelled defect the base caught
+    by default and the candidate catches only when asked (a rule demoted to preview) is a
+    lost catch too."""
     b, a = counted(before), counted(after)
     expected = set() if case.labels.clean else set(case.labels.expected)
     items: list[FlipItem] = []
     labels = changes.label_text(case.labels)
+    b_default = {(c, n) for c, n in b if c not in off[0]}
+    a_default = {(c, n) for c, n in a if c not in off[1]}
     for code, line in sorted(expected, key=lambda x: (x[1], x[0])):
         if (code, line) in a - b:
             items.append(FlipItem(kind="new_catch", code=code, line=line,
@@ -675,6 +691,12 @@ def classify(case: Case, before: FileResult, after: FileResult) -> list[FlipItem
             items.append(FlipItem(kind="lost_catch", code=code, line=line,
                                   message=f"{code} no longer catches the labelled defect at "
                                           f"line {line}"))
+        elif (code, line) in b_default - a_default:
+            items.append(FlipItem(kind="lost_catch", code=code, line=line,
+                                  message=f"{code} no longer catches the labelled defect at "
+                                          f"line {line} by default: `cakegov check` runs "
+                                          f"stable rules only, and the candidate's {code} is "
+                                          "not stable"))
     for code, line in sorted(a - b - expected, key=lambda x: (x[1], x[0])):
         f = _first(after, code, line)
         what = "rejects this valid schedule" if case.labels.clean else (
@@ -705,11 +727,12 @@ def classify(case: Case, before: FileResult, after: FileResult) -> list[FlipItem
 
 def flips(setup: Setup, v: Verdicts) -> list[Flip]:
     out = []
+    off = default_off(setup)
     for case in setup.cases:
         before, after = v.runs["base"][case.rel].result, v.runs["candidate"][case.rel].result
         if before is None or after is None:
             continue
-        items = classify(case, before, after)
+        items = classify(case, before, after, off)
         if not items:
             continue
         old, new = {_sig(f) for f in before.findings}, {_sig(f) for f in after.findings}

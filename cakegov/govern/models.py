@@ -85,7 +85,7 @@ class PluginChange(_Model):
 class ContractChange(_Model):
     path: str
     kind: Literal["engine", "workload", "label", "corpus-removed", "corpus-added",
-                  "corpus-content", "target"]
+                  "corpus-content", "target", "primitive", "rule-status"]
     change: str
     detail: str
     needs_reason: bool
