@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import resource
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -91,3 +92,33 @@ def test_a_deeply_nested_schedule_in_the_corpus_is_judged_and_blocks(project):
     code, data, _ = propose("--no-record", "--corpus", "corpus/invalid/gemm")
     assert code == 1
     assert "corpus/invalid/gemm/deep.cake" in {c["path"] for c in data["contract_changes"]}
+
+
+@pytest.mark.slow
+def test_hundreds_of_long_findings_are_capped_counted_and_bounded(project, tmp_path,
+                                                                 monkeypatch):
+    """A rule yielding 300 findings of 5,000 characters per schedule: 20 per schedule are
+    kept, each text cut at 1,000 characters, the dropped count is in the notes; past the
+    flips' size bound (lowered here so a small corpus reaches it) a `size` blocker names
+    the rule, and the reports stay small."""
+    from cakegov.govern import verdict
+
+    monkeypatch.setattr(verdict, "FLIPS_CAP", 20_000)
+    path = rule_file(tmp_path / "loud.py", "T974", "loud", """\
+        for i in range(300):
+            yield ctx.finding(None, f"finding {i} " + "x" * 5000)
+        """, motivated_by=(MOTIVATING,))
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    note = next(n for n in data["notes"] if n.startswith("candidate: T974 yielded more"))
+    schedules = int(note.split(" on ")[1].split(" ")[0])
+    assert f"{280 * schedules} over the cap were dropped" in note
+    for flip in data["flips"]:
+        loud = [f for f in flip["new_findings"] if f["code"] == "T974"]
+        assert len(loud) <= 20
+        assert all(len(f["message"]) < 1100 and "[cut:" in f["message"] for f in loud)
+    [size] = [b for b in data["blockers"] if b["kind"] == "size"]
+    assert size["rule"] == "T974" and "T974 (" in size["message"]
+    assert all(len(f["new_findings"]) <= 5 for f in data["flips"])
+    total = sum(p.stat().st_size for p in Path("reports").iterdir())
+    assert total < 2 << 20, total

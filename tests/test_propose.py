@@ -937,3 +937,133 @@ def test_semantics_changes_lists_demotions_and_primitive_edits_only(tmp_path):
     preview = cand / "checks" / "launch-limits.py"
     preview.write_text(preview.read_text().replace('STATUS = "stable"', 'STATUS = "preview"'))
     assert "R011" in default_off(cand)
+
+
+@pytest.mark.slow
+def test_a_rule_motivated_by_no_labelled_defect_is_blocked_naming_it(project, tmp_path):
+    """A new stable rule that fires only on kernels of one name, motivated by a file that is
+    not a labelled schedule and by a valid one: unsharded, neither reads `not in shard`;
+    each blocks, naming the rule and the file."""
+    (project / "notes.txt").write_text("T980 catches gemm_ws_s8\n")
+    valid = next(p for p in sorted((project / "corpus" / "valid" / "scale").glob("*.cake")))
+    valid_rel = valid.relative_to(project).as_posix()
+    path = rule_file(tmp_path / "by-name.py", "T980", "by-name", """\
+        if ctx.schedule.name == "gemm_ws_s8":
+            yield ctx.finding(ctx.schedule, "this kernel is bad")
+        """, motivated_by=("notes.txt", valid_rel))
+    text = path.read_text().replace('STATUS = "preview"', 'STATUS = "stable"')
+    path.write_text(text)
+    code, data, md = propose(str(path), "--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    statuses = {m["file"]: m["status"] for m in data["motivating"]}
+    assert statuses == {"notes.txt": "not labelled", valid_rel: "not invalid"}
+    blocked = {b["files"][0] for b in data["blockers"] if b["kind"] == "motivating-case"}
+    assert blocked == {"notes.txt", valid_rel}
+    assert "not in shard" not in md
+
+
+@pytest.mark.slow
+def test_a_changed_stable_rule_without_motivation_is_blocked(project):
+    path = project / "rules" / "checks" / "smem-capacity.py"
+    text = path.read_text()
+    version = re.search(r'VERSION = "(\d+)\.(\d+)\.(\d+)"', text)
+    text = re.sub(r"MOTIVATED_BY = \([^)]*\)", "MOTIVATED_BY = ()", text)
+    path.write_text(text.replace(version[0], f'VERSION = "{version[1]}.{int(version[2]) + 1}.0"'))
+    _relock()
+    code, data, md = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "motivating-case"]
+    assert blocker["rule"] == "R001" and "names no motivating case" in blocker["message"]
+
+
+@pytest.mark.slow
+def test_a_symlinked_corpus_schedule_is_refused_and_never_read(project):
+    """A corpus schedule that is a symlink into .git/: a blocker names it, and nothing of
+    the target (git's config) reaches the reports."""
+    link = project / "corpus" / "invalid" / "gemm" / "config.cake"
+    link.symlink_to(project / ".git" / "config")
+    code, data, md = propose("--no-record", "--corpus", "corpus/invalid/gemm")
+    assert code == 1, md
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "symlink"]
+    assert blocker["files"] == ["corpus/invalid/gemm/config.cake"]
+    assert "corpus/invalid/gemm/config.cake" not in {f["file"] for f in data["flips"]}
+    secret = (project / ".git" / "config").read_text()
+    for report in Path("reports").iterdir():
+        text = report.read_text()
+        assert "repositoryformatversion" not in text, report
+    assert "repositoryformatversion" in secret
+
+
+def test_a_symlinked_proposed_file_is_a_usage_error(project, tmp_path):
+    outside = tmp_path / "secret.toml"
+    outside.write_text('[costmodel]\nversion = "9.9.9"\nsecret = "hunter2"\n')
+    link = tmp_path / "default.toml"
+    link.symlink_to(outside)
+    result = CliRunner().invoke(app, ["propose-rule", str(link), "--no-record", "--gpu",
+                                      "off", "--jobs", "1"])
+    assert result.exit_code == 2, result.output
+    assert "a symbolic link" in result.output and "hunter2" not in result.output
+    assert not Path("reports").exists() or not any(
+        "hunter2" in p.read_text() for p in Path("reports").iterdir())
+
+
+def test_a_symlinked_rulebook_plugin_is_a_usage_error(project):
+    target = project / "rules" / "checks" / "smem-capacity.py"
+    (project / "rules" / "checks" / "alias.py").symlink_to(target)
+    result = CliRunner().invoke(app, ["propose-rule", "--no-record", "--gpu", "off",
+                                      "--jobs", "1", "--corpus", "corpus/invalid/gemm"])
+    assert result.exit_code == 2, result.output
+    assert "rules/checks/alias.py: a symbolic link" in result.output
+
+
+@pytest.mark.slow
+def test_cost_values_beyond_physics_are_blocked_naming_the_key(project, tmp_path):
+    path = tmp_path / "sm_90a.toml"
+    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
+    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
+        "hbm_bandwidth = { value = 3350000000000.0", "hbm_bandwidth = { value = 1e308", 1))
+    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    assert code == 1
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "cost-out-of-range"]
+    assert blocker["files"] == ["rules/costmodel/sm_90a.toml"]
+    assert "device.h100_sxm.hbm_bandwidth = 1e+308 is outside" in blocker["message"]
+
+
+@pytest.mark.slow
+def test_a_cost_judgement_that_fails_blocks(project, tmp_path, monkeypatch):
+    """The contained judgement dies (here: its worker killed, as the OOM killer would):
+    the proposal is blocked, not merely noted."""
+    from cakegov.govern import isolate
+
+    real = isolate.run_job
+
+    def dies(job, *args, **kwargs):
+        if job.mode != "cost":
+            return real(job, *args, **kwargs)
+        return isolate.JobOutput(failures=[{
+            "rule": None, "name": "", "file": "judgement", "kind": "crash", "where": "cost",
+            "message": "the worker was killed by SIGKILL"}])
+
+    monkeypatch.setattr(isolate, "run_job", dies)
+    path = tmp_path / "sm_90a.toml"
+    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
+    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
+        "hbm_efficiency = { value = 0.85", "hbm_efficiency = { value = 0.8", 1))
+    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    assert code == 1, data["blockers"]
+    [blocker] = [b for b in data["blockers"] if b["kind"] == "cost-judgement-failed"]
+    assert blocker["files"] == ["rules/costmodel/sm_90a.toml"]
+    assert "killed by SIGKILL" in blocker["message"]
+
+
+def test_physical_ranges_of_cost_parameters():
+    from cakegov.cost.params import load_params, physical_problems, with_value
+
+    base = load_params(ROOT / "rules" / "costmodel" / "sm_90a.toml")
+    assert physical_problems(base, base, 233472) == []
+    assert [k for k, _ in physical_problems(with_value(base, "sms", 1e308), base)] == \
+        ["device.h100_sxm.sms", "device.h200_sxm.sms"]
+    doubled = physical_problems(with_value(base, "tensor_peak", 989.4e12 * 2.5), base)
+    assert doubled and "2x away from the base's datasheet value" in doubled[0][1]
+    reserved = physical_problems(with_value(base, "smem_reserved_bytes", 300000), base, 233472)
+    assert reserved == [("params.smem_reserved_bytes", "300000 is outside 0..233472")]

@@ -213,6 +213,64 @@ def parse_params(data: dict[str, Any], where: str, name: str | None = None) -> C
                       fit, where)
 
 
+# What physics and the datasheets allow each value to be (issue 43): a proposed parameter
+# outside its range is a blocker naming the key. Device figures of a device the base also
+# describes must stay within DATASHEET_FACTOR of the base's (datasheet) value; a new
+# device's within the absolute range. `smem_reserved_bytes` within the target's shared
+# memory per SM. Units as in the files.
+PHYSICAL: dict[str, tuple[float, float]] = {
+    "sms": (1, 1024), "clock_hz": (1e8, 5e9), "hbm_bandwidth": (1e10, 1e14),
+    "tensor_peak": (1e12, 1e17), "fma_peak": (1e11, 1e16), "l2_bytes": (1 << 20, 1 << 31),
+    **{k: (0.01, 1.0) for k in EFFICIENCIES},
+    "sm_gmem_bytes_per_clk": (1, 1024), "smem_bytes_per_clk": (16, 1024),
+    "gmem_latency_ns": (50, 5000), "mbarrier_ns": (1, 1000), "named_barrier_ns": (1, 1000),
+    "issue_ns": (0.1, 100), "cta_ns": (10, 1e5), "launch_ns": (100, 1e6),
+    "smem_reserved_bytes": (0, 1 << 20), "max_ctas_per_sm": (1, 64),
+    "max_threads_per_sm": (32, 4096),
+}
+DATASHEET_FACTOR = 2.0
+
+
+def physical_problems(params: CostParams, base: CostParams | None = None,
+                      smem_per_sm: int | None = None) -> list[tuple[str, str]]:
+    """(key, why) for every value outside what physics and the datasheets allow."""
+    out: list[tuple[str, str]] = []
+
+    def check(key: str, name: str, value: float, prior: float | None) -> None:
+        low, high = PHYSICAL[name]
+        if name == "smem_reserved_bytes" and smem_per_sm is not None:
+            high = smem_per_sm
+        if not low <= value <= high:
+            out.append((key, f"{value:g} is outside {low:g}..{high:g}"))
+        elif prior is not None and prior > 0 and not (
+                prior / DATASHEET_FACTOR <= value <= prior * DATASHEET_FACTOR):
+            out.append((key, f"{value:g} is more than {DATASHEET_FACTOR:g}x away from the "
+                             f"base's datasheet value {prior:g}"))
+
+    for dkey, device in sorted(params.devices.items()):
+        prior_dev = base.devices.get(dkey) if base is not None else None
+        for name in DEVICE_KEYS:
+            prior = prior_dev.values[name].value if prior_dev is not None else None
+            check(f"device.{dkey}.{name}", name, device.values[name].value, prior)
+    for name in PARAM_KEYS:
+        check(f"params.{name}", name, params.params[name].value, None)
+    return out
+
+
+def with_value(params: CostParams, name: str, value: float) -> CostParams:
+    """`params` with device figure or parameter `name` set to `value` everywhere (tests and
+    what-if reports)."""
+    import dataclasses
+
+    devices = {k: dataclasses.replace(d, values={
+        **d.values, **({name: dataclasses.replace(d.values[name], value=value)}
+                       if name in d.values else {})}) for k, d in params.devices.items()}
+    values = dict(params.params)
+    if name in values:
+        values[name] = dataclasses.replace(values[name], value=value)
+    return dataclasses.replace(params, devices=devices, params=values)
+
+
 def load_params(path: Path | str) -> CostParams:
     path = Path(path)
     try:

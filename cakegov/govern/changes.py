@@ -14,6 +14,7 @@ import ast
 import difflib
 import hashlib
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -168,7 +169,12 @@ def plugin_text(path: Path) -> str:
     if info.st_size > PLUGIN_CAP:
         raise ProposalInputError(f"{path}: {info.st_size} bytes, over {PLUGIN_CAP} bytes "
                                  "for one plugin file; not read")
-    with path.open("rb") as f:
+    try:  # never through a symbolic link (one swapped in after the check above)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ProposalInputError(f"{path}: cannot be read without following a link: "
+                                 f"{exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
         data = f.read(PLUGIN_CAP + 1)
     if len(data) > PLUGIN_CAP:
         raise ProposalInputError(f"{path}: over {PLUGIN_CAP} bytes for one plugin file")
@@ -505,6 +511,20 @@ def contract_changes(repo: git.Repo, commit: git.Commit, root: Path) -> list[dic
         change = changes[rel]
         row: dict[str, Any] = {"path": rel, "change": change, "detail": "",
                                "needs_reason": False, "reason": None}
+        if (root / rel).is_symlink():  # never followed: the link is the change
+            target = os.readlink(root / rel)
+            before = blob_bytes(commit, prefix + rel)
+            link = f"symbolic link -> {target}\n".encode()
+            row.update(kind="engine" if rel.startswith("cakegov/") else "corpus-added"
+                       if change == "added" else "corpus-content", needs_reason=True,
+                       detail=f"a symbolic link to {target!r}: refused, its target is not read",
+                       sha256_before=hashlib.sha256(before).hexdigest()
+                       if before is not None else None,
+                       sha256_after=hashlib.sha256(link).hexdigest(),
+                       diff=_diff(rel, before, link))
+            row["reason"] = None
+            out.append(row)
+            continue
         if rel.startswith("cakegov/"):
             if "__pycache__" in rel:
                 continue
@@ -622,7 +642,7 @@ def target_changes(base_rules: Path, cand_rules: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _rule_meta(rules_dir: Path) -> dict[str, dict[str, str | None]]:
+def rule_meta(rules_dir: Path) -> dict[str, dict[str, str | None]]:
     """code -> the literal CODE, NAME, STATUS and SEVERITY of each check plugin (read,
     never imported), with its relpath."""
     out: dict[str, dict[str, str | None]] = {}
@@ -639,7 +659,7 @@ def _rule_meta(rules_dir: Path) -> dict[str, dict[str, str | None]]:
 def default_off(rules_dir: Path) -> frozenset[str]:
     """Codes of the check plugins `cakegov check` does not run by default (any status but
     `stable`): their findings reject nothing for a user who does not opt in."""
-    return frozenset(code for code, meta in _rule_meta(rules_dir).items()
+    return frozenset(code for code, meta in rule_meta(rules_dir).items()
                      if meta["status"] != "stable")
 
 
@@ -673,7 +693,7 @@ def semantics_changes(base_rules: Path, cand_rules: Path) -> list[dict[str, Any]
         change = "removed" if after is None else "modified"
         out.append(_row(rel, "primitive", change, f"primitive {path.stem} {change}: the "
                         "semantics every rule sees of its calls", before, after))
-    base, cand_meta = _rule_meta(base_rules), _rule_meta(cand_rules)
+    base, cand_meta = rule_meta(base_rules), rule_meta(cand_rules)
     for code, old in sorted(base.items()):
         new = cand_meta.get(code)
         if new is None or old["status"] != "stable":

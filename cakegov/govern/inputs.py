@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,35 @@ class Setup:
     # plugin files of the working tree's rules/ that differ from the base but are not
     # proposed (files mode): not judged, so the user is warned
     unproposed: list[str] = field(default_factory=list)
+    # read from the plugin files here, while they exist (the rulebook directories are
+    # temporary): per side the codes the default selection leaves out, and per candidate
+    # rule code its MOTIVATED_BY
+    default_off: dict[str, frozenset[str]] = field(default_factory=dict)
+    symlinks: list[str] = field(default_factory=list)  # corpus paths refused, never read
+    motivations: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _unresolved_rel(path: Path, root: Path) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _linked(path: Path, root: Path) -> bool:
+    """Whether reading `path` would follow a symbolic link (the file itself, or a directory
+    on the way to it inside the project), or land outside the project."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        inside = absolute.relative_to(root)
+    except ValueError:
+        return False  # outside the project (an external motivating case): judged as given
+    here = root
+    for part in inside.parts:
+        here = here / part
+        if here.is_symlink():
+            return True
+    return not absolute.resolve().is_relative_to(root)
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -67,7 +97,7 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _motivated_by(path: Path) -> list[str]:
+def motivated_by(path: Path) -> list[str]:
     """MOTIVATED_BY of a rule file, read from its syntax tree (never imported)."""
     try:
         tree = changes.parse_python(changes.plugin_text(path), str(path))
@@ -91,6 +121,11 @@ def _case(path: Path, root: Path, external: bool = False) -> Case | None:
         return None
     return Case(_rel(path, root), path.resolve(), sha256_bytes(path.read_bytes()), labels,
                 external)
+
+
+def is_labelled_case(path: Path, root: Path) -> bool:
+    """Whether `path` is a schedule with readable `# expect:` labels."""
+    return path.suffix == ".cake" and _case(path, root) is not None
 
 
 OLD_FORM = " (base version)"
@@ -143,6 +178,10 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         shutil.copytree(base_rules, cand_rules)
         seen: dict[str, str] = {}
         for path in options.paths:
+            if path.is_symlink():
+                raise changes.ProposalInputError(f"{path}: a symbolic link; a proposed "
+                                                 "plugin must be a regular file (it is not "
+                                                 "read)")
             kind, placed = changes.placement(path, root)
             if placed in seen:
                 raise changes.ProposalInputError(f"{path} and {seen[placed]} would both be "
@@ -160,11 +199,15 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         mode = "working-tree"
     for pattern in PLUGIN_GLOBS:  # bounded, UTF-8: before anything reads them whole
         for plugin in sorted(cand_rules.glob(pattern)):
+            if plugin.is_symlink():
+                raise changes.ProposalInputError(
+                    f"{_unresolved_rel(plugin, root)}: a symbolic link; a rulebook plugin "
+                    "must be a regular file (it is not read)")
             changes.plugin_text(plugin)
     hashes = {"base": plugin_hashes(base_rules), "candidate": plugin_hashes(cand_rules)}
     unproposed = (_unproposed(root / changes.RULES, hashes["base"], proposed)
                   if mode == "files" else [])
-    motivating = {rel: _motivated_by(cand_rules / rel) for rel, sha in
+    motivating = {rel: motivated_by(cand_rules / rel) for rel, sha in
                   hashes["candidate"].items()
                   if rel.startswith("checks/") and hashes["base"].get(rel) != sha}
 
@@ -174,8 +217,13 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
             raise changes.ProposalInputError(f"no such corpus directory: {d}")
     cases: dict[str, Case] = {}
     unlabelled: list[str] = []
+    links: list[str] = []
     for path in expand_paths(dirs):
         if "workloads" in path.parts:
+            continue
+        if _linked(path, root):  # never read: its content could be any file
+            links.append(_rel(path, root) if not path.is_symlink() else
+                         _unresolved_rel(path, root))
             continue
         case = _case(path, root)
         if case is None:
@@ -186,6 +234,10 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
     for entries in motivating.values():
         for entry in entries:
             path = root / entry
+            if _linked(path, root):
+                if entry not in links:
+                    links.append(entry)
+                continue
             if entry not in cases and path.is_file():
                 case = _case(path, root, external=not entry.startswith("corpus/"))
                 if case is not None:
@@ -212,7 +264,12 @@ def prepare(options: ProposalOptions, tmp: Path) -> Setup:
         head=head, dirty=dirty, contract=contract,
         motivating=motivating, prefix=prefix,
         lock_problems=changes.stale_lock(cand_rules) if mode == "working-tree" else [],
-        unproposed=unproposed)
+        unproposed=unproposed,
+        symlinks=sorted(set(links)),
+        default_off={"base": changes.default_off(base_rules),
+                     "candidate": changes.default_off(cand_rules)},
+        motivations={code: motivated_by(cand_rules / str(meta["relpath"]))
+                     for code, meta in changes.rule_meta(cand_rules).items()})
 
 
 def _unproposed(work_rules: Path, base: dict[str, str], proposed: list[ProposedFile]

@@ -56,6 +56,7 @@ class CaseRun:
     # candidate side (trusted.py): "trusted" when recomputed without proposed code,
     # "proposed" when only the contained candidate run could compute it
     source: str = trusted.TRUSTED
+    capped: dict[str, int] = field(default_factory=dict)  # code -> findings dropped
 
 
 @dataclass
@@ -133,6 +134,41 @@ def _span_problem(span: Any) -> str | None:
     return None
 
 
+# Bounds on what one rule may put into a proposal's reports and ledger record (issue 43):
+# findings of one rule on one schedule beyond FINDINGS_PER_RULE are dropped (the earliest
+# in the file kept) and counted; each text field of a finding is cut at TEXT_CAP characters.
+FINDINGS_PER_RULE = 20
+TEXT_CAP = 1000
+_TEXT_FIELDS = ("message", "hint", "condition")
+
+
+def _cut(text: str | None) -> str | None:
+    if text is None or len(text) <= TEXT_CAP:
+        return text
+    return text[:TEXT_CAP] + f" [cut: {len(text) - TEXT_CAP} more characters]"
+
+
+def cap_findings(result: FileResult) -> tuple[FileResult, dict[str, int]]:
+    """`result` with at most FINDINGS_PER_RULE findings per code (the first by position)
+    and every text field cut at TEXT_CAP, and per code how many findings were dropped."""
+    by_code: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        by_code.setdefault(f.code, []).append(f)
+    dropped = {code: len(fs) - FINDINGS_PER_RULE for code, fs in by_code.items()
+               if len(fs) > FINDINGS_PER_RULE}
+    long = any(len(getattr(f, k) or "") > TEXT_CAP for f in result.findings
+               for k in _TEXT_FIELDS)
+    if not dropped and not long:
+        return result, {}
+    keep: set[int] = set()
+    for fs in by_code.values():
+        ordered = sorted(fs, key=lambda f: ((f.span.line, f.span.col) if f.span else (0, 0)))
+        keep |= {id(f) for f in ordered[:FINDINGS_PER_RULE]}
+    findings = tuple(f.model_copy(update={k: _cut(getattr(f, k)) for k in _TEXT_FIELDS})
+                     for f in result.findings if id(f) in keep)
+    return result.model_copy(update={"findings": findings}), dropped
+
+
 def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseRun:
     """A worker's result, validated: schema (pydantic), and, with `declared` (the CODE ->
     NAME pairs the side's plugin files declare), every finding must carry the code and
@@ -170,7 +206,10 @@ def _run(event: dict[str, Any], declared: dict[str, str] | None = None) -> CaseR
                                              "declare: dropped")[:500]})
         if len(kept) != len(result.findings):
             result = result.model_copy(update={"findings": tuple(kept)})
-    return CaseRun(result=result,
+    capped: dict[str, int] = {}
+    if result is not None:
+        result, capped = cap_findings(result)
+    return CaseRun(result=result, capped=capped,
                    seconds=event.get("seconds"), rule_seconds=event.get("rule_seconds", {}),
                    failures=failures, skipped=event.get("skipped", []),
                    run_id=event.get("run_id", ""),
@@ -664,8 +703,8 @@ def _first(result: FileResult, code: str, line: int) -> Finding | None:
 def default_off(setup: Setup) -> tuple[frozenset[str], frozenset[str]]:
     """(base, candidate): the codes `cakegov check` does not run by default on each side,
     from the plugins' STATUS literals (read, never imported)."""
-    return (changes.default_off(setup.rules["base"]),
-            changes.default_off(setup.rules["candidate"]))
+    return (setup.default_off.get("base", frozenset()),
+            setup.default_off.get("candidate", frozenset()))
 
 
 def classify(case: Case, before: FileResult, after: FileResult,

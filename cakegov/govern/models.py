@@ -216,7 +216,8 @@ class RuleFailure(_Model):
 class MotivatingCheck(_Model):
     rule: str
     file: str
-    status: Literal["caught", "not caught", "missing", "not in shard"]
+    status: Literal["caught", "not caught", "missing", "not in shard", "not labelled",
+                    "not invalid"]
     detail: str = ""
 
 

@@ -141,30 +141,106 @@ def cost(setup: Setup, v: Verdicts, rows: list[RuleRow]) -> Cost:
                 samples_after_ms=[round(x, 3) for x in after])
 
 
+def _motivations(setup: Setup) -> dict[str, list[str]]:
+    """code -> MOTIVATED_BY of each candidate check plugin, read from the files by this
+    process (inputs.prepare; never from a worker's description, which proposed code can
+    write)."""
+    return setup.motivations
+
+
+# The flipped schedules' findings are what a hostile rule can inflate (everything else in
+# a proposal result is bounded by the corpus and the rulebook): past FLIPS_CAP bytes of
+# them, each flip keeps its first FLIPS_KEEP new and removed findings and a blocker names
+# the rules that yielded the most.
+FLIPS_CAP = 4 << 20
+FLIPS_KEEP = 5
+
+
+def bound_flips(flips_: list[Flip]) -> tuple[list[Flip], Blocker | None]:
+    size = sum(len(f.model_dump_json()) for f in flips_)
+    if size <= FLIPS_CAP:
+        return flips_, None
+    counts: dict[str, int] = defaultdict(int)
+    for f in flips_:
+        for finding in f.new_findings:
+            counts[finding.code] += 1
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    trimmed = [f.model_copy(update={"new_findings": f.new_findings[:FLIPS_KEEP],
+                                    "removed_findings": f.removed_findings[:FLIPS_KEEP]})
+               for f in flips_]
+    named = ", ".join(f"{code} ({n} findings)" for code, n in top)
+    return trimmed, Blocker(
+        kind="size", rule=top[0][0] if top else None,
+        message=f"the flipped schedules' findings come to {size:,} bytes, over the bound of "
+                f"{FLIPS_CAP:,} for one proposal's reports and ledger record; most from "
+                f"{named}. Each flip now shows its first {FLIPS_KEEP} new and removed "
+                "findings")
+
+
+def capped_notes(setup: Setup, v: Verdicts) -> list[str]:
+    """One note per (side, code) whose findings hit the per-rule cap on some schedule."""
+    from cakegov.govern.judge import FINDINGS_PER_RULE
+
+    dropped: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for side in ("base", "candidate"):
+        for case in setup.cases:
+            run = v.runs[side].get(case.rel)
+            for code, n in (run.capped.items() if run is not None else ()):
+                dropped[(side, code)].append(n)
+    return [f"{side}: {code} yielded more than {FINDINGS_PER_RULE} findings on "
+            f"{len(ns)} schedule(s); {sum(ns)} over the cap were dropped"
+            for (side, code), ns in sorted(dropped.items())]
+
+
 def motivating_checks(setup: Setup, v: Verdicts, rows: list[RuleRow]) -> list[MotivatingCheck]:
-    cand = {r["code"]: r for r in (v.info["candidate"] or {}).get("rules", [])}
-    judged = {c.rel for c in setup.cases}
+    """For every added or changed rule, each case its MOTIVATED_BY names: `caught` only
+    when it is a labelled invalid schedule and the rule fires at a line its labels name.
+    A file that is not a labelled schedule, or a valid one, is no motivation; `not in
+    shard` exists only in sharded runs, for a labelled case judged by another shard."""
+    from cakegov.govern.inputs import is_labelled_case
+
+    motivations = _motivations(setup)
+    judged = {c.rel: c for c in setup.cases}
+    sharded = setup.total > len(setup.cases)
     out = []
     for row in rows:
-        if row.change not in ("added", "changed") or row.code not in cand:
+        if row.change not in ("added", "changed") or row.code not in motivations:
             continue
-        for entry in cand[row.code]["motivated_by"]:
+        for entry in motivations[row.code]:
             path = setup.root / entry
             if not path.is_file():
                 out.append(MotivatingCheck(rule=row.code, file=entry, status="missing",
                                            detail="no such file"))
                 continue
-            if entry not in judged:
-                out.append(MotivatingCheck(rule=row.code, file=entry, status="not in shard"))
+            case = judged.get(entry)
+            if case is None:
+                if sharded and is_labelled_case(path, setup.root):
+                    out.append(MotivatingCheck(rule=row.code, file=entry,
+                                               status="not in shard"))
+                else:
+                    out.append(MotivatingCheck(
+                        rule=row.code, file=entry, status="not labelled",
+                        detail="not a labelled schedule (a .cake file with `# expect:` "
+                               "labels, in the corpus or added with its labels)"))
+                continue
+            if case.labels.clean:
+                out.append(MotivatingCheck(rule=row.code, file=entry, status="not invalid",
+                                           detail="labelled clean: a rule is motivated by a "
+                                                  "defect, not by a valid schedule"))
                 continue
             result = v.runs["candidate"][entry].result
-            codes = {f.code for f in result.findings} if result else set()
-            if row.code in codes:
+            lines = {line for _, line in case.labels.expected}
+            mine = {f.span.line if f.span else 0 for f in (result.findings if result else ())
+                    if f.code == row.code}
+            if mine & lines:
                 out.append(MotivatingCheck(rule=row.code, file=entry, status="caught"))
             else:
+                codes = {f.code for f in result.findings} if result else set()
                 found = ", ".join(sorted(codes)) or "none"
+                where = (f"; {row.code} fires at line(s) {sorted(mine)}, the labels name "
+                         f"{sorted(lines)}" if mine else "")
                 out.append(MotivatingCheck(rule=row.code, file=entry, status="not caught",
-                                           detail=f"findings: {found}"))
+                                           detail=f"findings: {found}{where}"))
     return out
 
 
@@ -180,6 +256,13 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
                            message="the candidate's rules/rulebook.lock does not describe its "
                            "plugins (`cakegov lock --check` fails): "
                            + "; ".join(setup.lock_problems[:10])))
+    if setup.symlinks:
+        out.append(Blocker(kind="symlink", files=setup.symlinks,
+                           message=f"{len(setup.symlinks)} corpus path(s) reach their file "
+                                   "through a symbolic link or leave the repository, so they "
+                                   "were not read or judged: " + ", ".join(setup.symlinks[:10])
+                                   + "; a schedule must be a regular file inside the "
+                                   "repository"))
     for p in plugin:
         if p.problem:
             out.append(Blocker(kind="version-not-bumped", rule=p.relpath,
@@ -258,17 +341,20 @@ def blockers(setup: Setup, v: Verdicts, plugin: list[PluginChange],
                            message=f"the candidate gave no result for {len(unjudged)} "
                                    f"schedule(s): {', '.join(unjudged[:10])}"))
     for m in motivating:
-        if m.status in ("missing", "not caught"):
+        if m.status in ("missing", "not caught", "not labelled", "not invalid"):
             detail = f"{m.status}: {m.detail}" if m.detail else m.status
             out.append(Blocker(kind="motivating-case", rule=m.rule, files=[m.file],
                                message=f"{m.rule} does not catch its motivating case "
                                        f"{m.file} ({detail})"))
-    cand = {r["code"]: r for r in (v.info["candidate"] or {}).get("rules", [])}
+    motivations = _motivations(setup) if not v.candidate_error else {}
     for row in rows:
-        if row.change == "added" and row.code in cand and not cand[row.code]["motivated_by"]:
+        needs = row.change == "added" or (row.change == "changed"
+                                          and row.status_after == "stable")
+        if needs and row.code in motivations and not motivations[row.code]:
             out.append(Blocker(kind="motivating-case", rule=row.code,
                                message=f"{row.code} {row.name} names no motivating case "
-                                       "(MOTIVATED_BY): a new rule must catch a real defect"))
+                                       "(MOTIVATED_BY): a new or changed rule must catch a "
+                                       "real defect, a labelled invalid schedule"))
     if cost_.exceeded:
         out.append(Blocker(kind="verifier-cost", message=(
             f"the median check time per schedule more than doubled (limit "
@@ -451,7 +537,48 @@ def generalisation_note(rel: str, g: dict[str, Any]) -> str:
 
 
 COST_BLOCKERS = ("cost-parameters-invalid", "cost-below-speed-of-light", "cost-ranking-worse")
+# added by the parent itself: out-of-range values (read as data), a judgement that failed
 COST_LIMIT_S = 300.0
+
+
+def _cost_out_of_range(setup: Setup, changed: list[str]
+                       ) -> list[tuple[str, list[str], str]]:
+    """Blockers for proposed cost parameters outside what physics and the datasheets
+    allow (cost/params.py PHYSICAL), read here as data, each naming the file and key. A
+    file that does not parse is left to the contained judgement (cost-parameters-invalid)."""
+    import tomllib
+
+    from cakegov.cost.params import CostParamError, parse_params, physical_problems
+
+    out: list[tuple[str, list[str], str]] = []
+    for rel in changed:
+        path = setup.rules["candidate"] / rel
+        if not path.is_file():
+            continue
+        stem = path.stem
+        try:
+            cand = parse_params(tomllib.loads(changes.plugin_text(path)), f"rules/{rel}", stem)
+        except (changes.ProposalInputError, tomllib.TOMLDecodeError, CostParamError,
+                RecursionError, ValueError):
+            continue
+        base = None
+        base_path = setup.rules["base"] / rel
+        if base_path.is_file():
+            try:
+                base = parse_params(tomllib.loads(changes.plugin_text(base_path)),
+                                    f"base rules/{rel}", stem)
+            except (changes.ProposalInputError, tomllib.TOMLDecodeError, CostParamError,
+                    RecursionError, ValueError):
+                base = None
+        target = setup.rules["candidate"] / "targets" / f"{cand.target}.toml"
+        facts = changes.target_facts(target.read_bytes()) if target.is_file() else None
+        smem = facts.get("smem_per_sm", (None,))[0] if facts else None
+        for key, why in physical_problems(cand, base, smem if isinstance(smem, int)
+                                          else None):
+            out.append(("cost-out-of-range", [f"rules/{rel}"],
+                        f"rules/{rel}: {key} = {why}: a cost parameter must stay within "
+                        "what the hardware can do (cakegov/cost/params.py PHYSICAL)"))
+    return out
 
 
 def judge_costmodel(setup: Setup, options: ProposalOptions) -> Any:
@@ -472,6 +599,8 @@ def judge_costmodel(setup: Setup, options: ProposalOptions) -> Any:
                      if rel.startswith("costmodel/") and base.get(rel) != cand.get(rel))
     if not changed:
         return None
+    changed_paths = [f"rules/{rel}" for rel in changed]
+    physical = _cost_out_of_range(setup, changed)
     with tempfile.TemporaryDirectory(prefix="cakegov-cost-") as tmp:
         proj = Path(tmp)
         files: list[tuple[str, str]] = []
@@ -505,10 +634,12 @@ def judge_costmodel(setup: Setup, options: ProposalOptions) -> Any:
         out = run_job(job)
     event = next((e for e in out.results.values() if e.get("ev") == "cost"), None)
     judgement = CostJudgement()
+    judgement.blockers += physical
     if event is None:
         why = out.load_error or next((f["message"] for f in out.failures), "no answer")
-        judgement.notes.append(f"cost model: not judged, the contained judgement failed: "
-                               f"{why}"[:500])
+        judgement.blockers.append(("cost-judgement-failed", changed_paths,
+                                   f"the cost-parameter change could not be judged: the "
+                                   f"contained judgement failed: {why}"[:2000]))
         return judgement
     for b in event.get("blockers") or []:
         if isinstance(b, list) and len(b) == 3 and b[0] in COST_BLOCKERS and \
@@ -534,6 +665,9 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
     cost_notes = cost_model.notes if cost_model is not None else []
     blocks += [Blocker(kind=k, files=f, message=m) for k, f, m in
                (cost_model.blockers if cost_model is not None else [])]
+    flips_, size_blocker = bound_flips(flips_)
+    if size_blocker is not None:
+        blocks.append(size_blocker)
     if tamper:  # tamper.py: the checkout, cache or ledger changed behind the parent's back
         blocks.insert(0, Blocker(kind="tampered", files=tamper.files, message=tamper.message()))
     if accepted:  # a maintainer accepted this exact contract change: reasons are moot
@@ -557,6 +691,7 @@ def assemble(setup: Setup, v: Verdicts, options: ProposalOptions, gpu: GpuInfo,
         missing = "GPU evidence required (--gpu require) but a flipped schedule was not run"
     verdict, code = decide(blocks, missing)
     notes = _notes(setup, v, contract) + ([missing] if missing else [])
+    notes += capped_notes(setup, v)
     notes += simulator_notes(flips_) + cost_notes
     notes += [generalisation_note(rel, g) for rel, g in sorted(v.generalisation.items())]
     if accepted:

@@ -387,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     if job["mode"] != "evidence":  # CUDA maps far more address space than it uses
         _limit_memory(int(job.get("memory_limit_mb", 0)))
     if job["mode"] == "cost":  # loads its rulebook and workloads itself
+        proto.emit({"ev": "loaded", "info": None})  # a failure from here on is the judgement's
         cost_judgement(job, proto)
         proto.emit({"ev": "done"})
         return 0
