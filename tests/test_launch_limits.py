@@ -126,3 +126,14 @@ def test_the_oracle_sees_the_launch_fail_without_the_checker(rulebook, workloads
                                                               detail):
     found = outcome(path.read_bytes(), path.name, rulebook, workloads)
     assert found.kind == LAUNCH and detail in found.detail, found
+
+
+def test_a_shape_too_large_to_generate_is_not_simulated_rather_than_a_crash(rulebook,
+                                                                             workloads):
+    from cakegov.sim.evidence import simulate_evidence
+
+    path = CORPUS / "invalid" / "scale" / "grid_x_2pow31.cake"
+    found = simulate_evidence(path.read_bytes(), path.name, rulebook, workloads)
+    assert found["status"] != "correct"
+    assert "137,438,953,472 elements, over the 268,435,456 generated here" in \
+        str(found["detail"])

@@ -140,8 +140,23 @@ def check_non_degenerate(name: str, values: np.ndarray) -> None:
         raise DataError(f"input {name} is {zeros:.1%} exact zeros (at most 1% allowed)")
 
 
+# Elements of all of a workload's tensors at one shape that this process will generate
+# (the generators draw float64 first: 2^28 of them are 2 GiB). A larger shape, e.g. one a
+# schedule pins to test a launch limit, is refused as data, never attempted.
+GENERATE_CAP = 1 << 28
+
+
 def make_inputs(workload: Workload, sizes: Mapping[str, int], seed: int) -> Inputs:
     """Draw fresh inputs from the workload's generator and encode them for the device."""
+    total = 0
+    for name in workload.tensors:
+        count = 1
+        for extent in tensor_shape(workload, name, sizes):
+            count *= max(int(extent), 0)
+        total += count
+    if total > GENERATE_CAP:
+        raise DataError(f"the tensors of {workload.name} at {dict(sizes)} hold {total:,} "
+                        f"elements, over the {GENERATE_CAP:,} generated here")
     rng = np.random.default_rng(seed)
     drawn = workload.generate(dict(sizes), rng)
     device: dict[str, np.ndarray] = {}
