@@ -282,3 +282,17 @@ def test_a_plugin_forging_progress_lines_is_blocked_by_name_and_the_ledger_verif
     assert _verify(gate)[0] == 0
     with Ledger.open_readonly(gate / ".cakegov" / "ledger.sqlite") as book:
         assert [r.kind for r in book.records()] == ["check", "proposal"]
+
+
+def test_the_check_result_cache_beside_the_proposal_cache_is_not_watched(tmp_path):
+    """With $CAKEGOV_CACHE_DIR the proposal cache and `cakegov check`'s result cache
+    (`check/`) share a directory; other processes write the latter at any time."""
+    root = _repo(tmp_path)
+    cache = tmp_path / "cache"
+    (cache / "check").mkdir(parents=True)
+    snap = Snapshot(root, cache=cache)
+    (cache / "check" / "entry.json").write_text("{}")
+    assert not snap.compare()
+    (cache / "ab").mkdir()
+    (cache / "ab" / "abc.json").write_text("{}")
+    assert snap.compare().added == [str(cache.resolve() / "ab" / "abc.json")]

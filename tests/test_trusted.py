@@ -78,6 +78,12 @@ def test_an_honest_primitive_change_marks_only_its_users(project):  # noqa: F811
     path = project / "rules" / "primitives" / "sync_cta.py"
     _bump(path, "\n# reworded, same behaviour\n")
     code, data, _ = propose(str(path), "--no-record")
+    # a changed primitive is the language's semantics: a contract change, nothing else
+    assert code == 1 and [b["kind"] for b in data["blockers"]] == ["contract-change"], \
+        data["blockers"]
+    assert data["blockers"][0]["files"] == ["rules/primitives/sync_cta.py"]
+    code, data, _ = propose(str(path), "--no-record", "--accept-contract",
+                            data["contract_digest"])
     assert not [b for b in data["blockers"] if b["kind"] == "untrusted-divergence"]
     assert code == 0, data["blockers"]
     [note] = [n for n in data["notes"] if "came from proposed code" in n]

@@ -84,7 +84,7 @@ class Guard:
     run_id: str = ""
 
     def take(self, root: Path) -> Snapshot:
-        return Snapshot(root, self.ledger, (*self.extra, default_dir(root)))
+        return Snapshot(root, self.ledger, self.extra, cache=default_dir(root))
 
 
 def purge_cache(tampered: Tamper, snapshot: Snapshot, cache_dir: Path) -> None:

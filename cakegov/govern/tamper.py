@@ -171,10 +171,13 @@ class Snapshot:
     """The state of what proposed code may not touch, taken before it runs."""
 
     def __init__(self, root: Path, ledger: Path | None = None,
-                 extra: tuple[Path, ...] = ()):
+                 extra: tuple[Path, ...] = (), cache: Path | None = None):
         self.root = root.resolve()
         self.ledger_path = ledger.resolve() if ledger is not None else None
         self.extra = tuple(p.resolve() for p in extra)
+        # the proposal cache; with $CAKEGOV_CACHE_DIR it shares its directory with the
+        # `cakegov check` result cache (`check/`), which other processes may write any time
+        self.cache = cache.resolve() if cache is not None else None
         self._excused: dict[Path, str] = {}
         self.files = self._hash_all(self._listing())
         self.ledger = mark_ledger(self.ledger_path)
@@ -192,6 +195,8 @@ class Snapshot:
         paths = {*listed, *_git_meta(self.root)}
         for directory in (self.root / ".cakegov", *self.extra):
             paths.update(_walk(directory, frozenset({"__pycache__"})))
+        if self.cache is not None:
+            paths.update(_walk(self.cache, frozenset({"__pycache__", "check"})))
         return paths - self._ledger_files()
 
     def _name(self, path: Path) -> str:
