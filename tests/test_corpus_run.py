@@ -200,7 +200,7 @@ def test_manifest_records_origin_and_the_mutation_suite():
 def test_corpus_mutate_suite_stored_relabels_exactly_the_stored_keys(tmp_path, monkeypatch):
     """`--suite --stored` labels again the mutants the stored suite names, under the
     current oracle: no mutant added or dropped, a stale label replaced, the digest renewed."""
-    from cakegov.cli import load_rulebook, load_wls
+    from cakegov.commands.shared import load_rulebook, load_wls
     from cakegov.corpus import suite as suites
 
     (tmp_path / "rules").symlink_to(RULES)

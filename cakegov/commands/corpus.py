@@ -1,6 +1,6 @@
-"""The `cakegov corpus mutate`, `corpus run` and `corpus accept` commands (registered on
-the `corpus` group at the end of cakegov/cli.py). Each is a thin call into
-cakegov/corpus; bad input exits 2 with a message naming the file."""
+"""The `cakegov corpus` group: `crosscheck` (checker against simulator), `manifest`,
+`mutate`, `run` and `accept`. Each is a thin call into cakegov/corpus or cakegov/sim;
+bad input exits 2 with a message naming the file."""
 
 from __future__ import annotations
 
@@ -13,11 +13,111 @@ from typing import Annotated
 
 import typer
 
-RulesOpt = Annotated[Path | None, typer.Option("--rules", metavar="DIR",
-                                               help="Rulebook directory.")]
-WorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", metavar="DIR",
-                                                   help="Workload directory.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Show no progress bar.")]
+from cakegov.check.exits import EXIT_REJECTED
+from cakegov.commands.shared import (
+    QuietOpt,
+    RulesOpt,
+    WorkloadsOpt,
+    err,
+    load_rulebook,
+    load_wls,
+    out,
+    project_root,
+    resolve_rules,
+    resolve_workloads,
+    usage_error,
+)
+
+corpus_app = typer.Typer(help="The labelled corpus.", no_args_is_help=True,
+                         rich_markup_mode=None)
+
+# mutate, run and accept name their directories DIR (the shared options above name none)
+RulesDirOpt = Annotated[Path | None, typer.Option("--rules", metavar="DIR",
+                                                  help="Rulebook directory.")]
+WorkloadsDirOpt = Annotated[Path | None, typer.Option("--workloads", metavar="DIR",
+                                                      help="Workload directory.")]
+
+
+class CrossFormat(StrEnum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+@corpus_app.command("crosscheck")
+def corpus_crosscheck(
+    dirs: Annotated[list[Path] | None, typer.Argument(help="Corpus directories or files "
+                    "(default: corpus/valid and corpus/invalid).")] = None,
+    fmt: Annotated[CrossFormat, typer.Option("--format", "-f", help="Output format.")] =
+    CrossFormat.text,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape.", min=1,
+                     max=64)] = 3,
+    quiet: QuietOpt = False,
+    rules: RulesOpt = None,
+    workloads: WorkloadsOpt = None,
+) -> None:
+    """Run the checker and the CPU simulator on every corpus schedule and compare the
+    verdict with the dynamic outcome. Exit 0 no disagreement, 1 a disagreement, 2 usage."""
+    from cakegov.sim.crosscheck import (
+        crosscheck,
+        render_json,
+        render_markdown,
+        render_text,
+        summary,
+    )
+
+    book = load_rulebook(rules)
+    wls = load_wls(workloads)
+    root = project_root()
+    if not dirs:
+        if root is None:
+            raise usage_error("no corpus found: pass the directories")
+        dirs = [root / "corpus" / "valid", root / "corpus" / "invalid"]
+    missing = [str(d) for d in dirs if not d.exists()]
+    if missing:
+        raise usage_error(f"no such file or directory: {', '.join(missing)}")
+    from cakegov.check.runner import expand_paths
+    from cakegov.progress import progress
+
+    files = expand_paths(dirs)
+    with progress("crosschecking", len(files), quiet=quiet) as advance:
+        rows = crosscheck(files, book, wls, seeds=seeds, root=root, advance=advance)
+    if not rows:
+        raise usage_error("no *.cake schedules found")
+    render = {CrossFormat.json: render_json, CrossFormat.markdown: render_markdown,
+              CrossFormat.text: render_text}[fmt]
+    sys.stdout.write(render(rows))
+    raise typer.Exit(1 if summary(rows)["disagreements"] else 0)
+
+
+@corpus_app.command("manifest")
+def corpus_manifest(
+    check: Annotated[bool, typer.Option("--check", help="Verify instead of writing: exit 1 "
+                     "when corpus/MANIFEST.json does not describe the files.")] = False,
+) -> None:
+    """Write corpus/MANIFEST.json (every case's sha256 and labels, every workload's
+    sha256), or verify it with --check."""
+    from cakegov.check.lock import atomic_write
+    from cakegov.corpus import manifest
+
+    root = project_root()
+    if root is None:
+        raise usage_error("not inside a cakegov project (no rules/checks and corpus/)")
+    corpus = root / "corpus"
+    if check:
+        found = manifest.problems(corpus)
+        if found:
+            for line in found:
+                err.print(line, markup=False)
+            raise typer.Exit(EXIT_REJECTED)
+        data = manifest.build(corpus)
+        out.print(f"manifest ok: {len(data['cases'])} cases, {len(data['workloads'])} "
+                  "workload files", markup=False)
+        return
+    data = manifest.build(corpus)
+    atomic_write(corpus / manifest.MANIFEST_NAME, manifest.render(data))
+    out.print(f"wrote {corpus / manifest.MANIFEST_NAME}: {len(data['cases'])} cases",
+              markup=False)
 
 
 class RunFormat(StrEnum):
@@ -26,8 +126,6 @@ class RunFormat(StrEnum):
 
 
 def _corpus() -> Path:
-    from cakegov.cli import project_root, usage_error
-
     root = project_root()
     if root is None:
         raise usage_error("not inside a cakegov project (no rules/checks and corpus/)")
@@ -35,15 +133,12 @@ def _corpus() -> Path:
 
 
 def _setup(rules: Path | None, workloads: Path | None):
-    from cakegov.cli import load_rulebook, load_wls
-
     return load_rulebook(rules), load_wls(workloads)
 
 
 def _operators(ops: list[str] | None) -> list[str] | None:
     import difflib
 
-    from cakegov.cli import usage_error
     from cakegov.corpus.mutate import OPERATORS
 
     if not ops:
@@ -59,8 +154,6 @@ def _operators(ops: list[str] | None) -> list[str] | None:
 
 
 def _shard(text: str | None) -> tuple[int, int]:
-    from cakegov.cli import usage_error
-
     if text is None:
         return (1, 1)
     m = re.fullmatch(r"([0-9]+)/([0-9]+)", text)
@@ -74,8 +167,6 @@ def _label(planned: list, book, wls, jobs: int, rules: Path | None,
     from cakegov.corpus import suite as suites
 
     if jobs > 1 and len(planned) > 1:
-        from cakegov.cli import resolve_rules, resolve_workloads
-
         return suites.label_jobs(planned, resolve_rules(rules).resolve(),
                                  resolve_workloads(workloads).resolve(), jobs=jobs,
                                  advance=advance)
@@ -126,14 +217,13 @@ def corpus_mutate(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
                     "labels are the same for any number).")] = 1,
     quiet: QuietOpt = False,
-    rules: RulesOpt = None,
-    workloads: WorkloadsOpt = None,
+    rules: RulesDirOpt = None,
+    workloads: WorkloadsDirOpt = None,
 ) -> None:
     """Apply defect operators to schedules and label every mutant by its dynamic outcome
     in the CPU simulator (deadlock, race, wrong result, out of bounds, launch failure,
     benign), never by the checker. Benign mutants are valid schedules."""
     from cakegov.check.lock import atomic_write
-    from cakegov.cli import usage_error
     from cakegov.corpus import mutate
     from cakegov.corpus import suite as suites
     from cakegov.progress import progress
@@ -204,15 +294,14 @@ def corpus_run(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes (the "
                     "output is the same for any number).")] = 1,
     quiet: QuietOpt = False,
-    rules: RulesOpt = None,
-    workloads: WorkloadsOpt = None,
+    rules: RulesDirOpt = None,
+    workloads: WorkloadsDirOpt = None,
 ) -> None:
     """Check every corpus item against its labels and print per-rule precision and recall,
     rule coverage per family, the incomplete rate and, with --mutants, the mutation kill
     rate, and how often the labelled code is found at the labelled line. Exit 0 passed, 1 a
     label mismatch (or a benign mutant rejected, the kill rate below --min-kill-rate, the
     labelled-line share below --min-at-line, the P099 share above --max-p099), 2 usage."""
-    from cakegov.cli import usage_error
     from cakegov.corpus import run as runs
     from cakegov.corpus import suite as suites
     from cakegov.progress import Bar
@@ -229,8 +318,6 @@ def corpus_run(
     with Bar(quiet=quiet) as bar:
         try:
             if jobs > 1:
-                from cakegov.cli import resolve_rules, resolve_workloads
-
                 bar.start("corpus run", len(runs.shard_of(runs.corpus_paths(corpus), where))
                           + (len(runs.shard_of(entries, where)) if entries else 0))
                 result = runs.run_jobs(corpus, resolve_rules(rules).resolve(),
@@ -257,15 +344,14 @@ def corpus_accept(
                        "standing mutation suite (the same as `corpus mutate --suite`).")] =
     False,
     quiet: QuietOpt = False,
-    rules: RulesOpt = None,
-    workloads: WorkloadsOpt = None,
+    rules: RulesDirOpt = None,
+    workloads: WorkloadsDirOpt = None,
 ) -> None:
     """Update expectations explicitly (CI never does): rewrite the `# expect:` labels of
     invalid items to the checker's current blocking findings, or relabel the mutation
     suite by the simulator. A valid item is never given findings."""
     from cakegov.check.lock import atomic_write
     from cakegov.check.runner import Checker
-    from cakegov.cli import usage_error
     from cakegov.corpus.labels import relabel
 
     corpus = _corpus()
@@ -303,3 +389,10 @@ def corpus_accept(
         if new != text:
             atomic_write(f, new)
         sys.stdout.write(f"{f}: {', '.join(f'{c}@{line}' for c, line in found)}\n")
+
+
+corpus_app.command("mutate")(corpus_mutate)
+corpus_app.command("run")(corpus_run)
+corpus_app.command("accept")(corpus_accept)
+
+GROUPS = {"corpus": corpus_app}

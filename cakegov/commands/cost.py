@@ -1,6 +1,5 @@
-"""The `cakegov rank` and `cakegov costmodel ...` commands (registered at the end of
-cakegov/cli.py). Each is a thin call into cakegov/cost; bad input exits 2 with a located
-message."""
+"""The `cakegov rank` command and the `cakegov costmodel` group. Each is a thin call into
+cakegov/cost; bad input exits 2 with a located message."""
 
 from __future__ import annotations
 
@@ -11,6 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from cakegov.commands.shared import load_rulebook, project_root, resolve_workloads, usage_error
 
 costmodel_app = typer.Typer(help="Cost-model parameters: calibrate, evaluate, synthesise.",
                             no_args_is_help=True)
@@ -37,7 +38,6 @@ DeviceOpt = Annotated[str | None, typer.Option("--device",
 
 
 def _setup(rules: Path | None, workloads: Path | None):
-    from cakegov.cli import load_rulebook, resolve_workloads, usage_error
     from cakegov.corpus.workloads import WorkloadError, load_workloads
 
     book = load_rulebook(rules)
@@ -49,8 +49,6 @@ def _setup(rules: Path | None, workloads: Path | None):
 
 
 def _schedules(paths: list[Path]) -> list[Path]:
-    from cakegov.cli import usage_error
-
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
         raise usage_error(f"no such file or directory: {', '.join(missing)}")
@@ -87,7 +85,6 @@ def rank(
 ) -> None:
     """Rank candidate schedules by predicted time: bottleneck, fraction of the
     speed-of-light bound, what would help. Never rejects; exit 0, or 2 on bad input."""
-    from cakegov.cli import usage_error
     from cakegov.cost.estimate import load_candidate
     from cakegov.cost.rank import (
         RankError,
@@ -113,7 +110,6 @@ def rank(
 
 
 def _observations(measurements: list[Path], rules: Path | None, workloads: Path | None):
-    from cakegov.cli import project_root, usage_error
     from cakegov.cost.calibrate import MeasurementError, read_observations
 
     book, wls = _setup(rules, workloads)
@@ -149,7 +145,6 @@ def eval_(
 ) -> None:
     """Ranking metrics of the predictions against measurement records; flags anything
     faster than the speed-of-light bound (exit 1 when flagged)."""
-    from cakegov.cli import usage_error
     from cakegov.cost.calibrate import evaluate
     from cakegov.cost.params import CostParamError, load_params
 
@@ -204,7 +199,6 @@ def calibrate(
 ) -> None:
     """Fit the target's parameters to measurement records (robust regression on log
     time) and write a new parameter-file version with the fit statistics."""
-    from cakegov.cli import usage_error
     from cakegov.cost.calibrate import MeasurementError, calibrated_params, fit
     from cakegov.cost.params import CostParamError, dump_params, params_for
 
@@ -246,7 +240,6 @@ def synthesize(
 ) -> None:
     """Write synthetic measurement records the model generates at every check shape
     (marked `synthetic`; for testing calibration until GPU records exist)."""
-    from cakegov.cli import usage_error
     from cakegov.cost.calibrate import synthesize as synth
     from cakegov.cost.estimate import load_candidate, shape_problem
     from cakegov.cost.params import PARAM_KEYS, CostParamError
@@ -278,3 +271,7 @@ def synthesize(
     _write("".join(json.dumps(r, sort_keys=True, separators=(",", ":")) + "\n" for r in recs),
            output)
     sys.stderr.write(f"wrote {len(recs)} synthetic record(s) to {output}\n")
+
+
+COMMANDS = {"rank": rank}
+GROUPS = {"costmodel": costmodel_app}
