@@ -139,15 +139,6 @@ def _check_and_remember(argv: list[str], key: str) -> None:
         sys.stdout, sys.stderr = saved
 
 
-def main() -> None:
-    """The command line of this process (`cakegov.launch.main` is the console entry
-    point: it answers a remembered check before this module is imported)."""
-    from cakegov.check.result_cache import serve
-
-    argv = sys.argv[1:]
-    run_argv(argv, serve(argv))
-
-
 def run_argv(argv: list[str], cache_key: str | None = None) -> None:
     """Run one command line: internal errors exit 101, never with a bare traceback.
     `cache_key`: the result-cache key of a plain check that was not stored yet."""

@@ -111,7 +111,7 @@ fi
 if [ -x "$VENV/bin/cakegov" ]; then
     CAKEGOV=("$VENV/bin/cakegov")
 else
-    CAKEGOV=("$PY" -c 'import sys; from cakegov.cli import main; sys.argv[0] = "cakegov"; main()')
+    CAKEGOV=("$PY" -c 'import sys; from cakegov.launch import main; sys.argv[0] = "cakegov"; main()')
 fi
 "$PY" - <<'EOF'
 from cakegov.gpu.device import NoDevice, probe

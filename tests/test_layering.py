@@ -146,3 +146,21 @@ def test_a_one_file_check_loads_only_the_checker():
     assert not {m for m in loaded if m.startswith(("cakegov.govern.proposal",
                                                    "cakegov.govern.report", "cakegov.sim",
                                                    "cakegov.cost", "cakegov.gpu"))}
+
+
+def test_blas_pools_are_limited_except_for_run_and_explicit_settings(monkeypatch):
+    """numpy's OpenBLAS starts a thread per core at import; the entry point asks for one
+    before numpy loads, except for `run` (host-side error bounds of GPU-sized products),
+    and never over a value the user set."""
+    from cakegov import launch
+
+    for var in launch.BLAS_THREADS:
+        monkeypatch.delenv(var, raising=False)
+    launch.limit_blas_threads(["run", "x.cake"])
+    assert not any(var in os.environ for var in launch.BLAS_THREADS)
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    launch.limit_blas_threads(["check", "x.cake"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert os.environ["MKL_NUM_THREADS"] == "1"
+    assert os.environ["OMP_NUM_THREADS"] == "4"
+
