@@ -17,10 +17,10 @@ PACKAGE = ROOT / "cakegov"
 COMMANDS = PACKAGE / "commands"
 
 
-def _imports(path) -> set[str]:
+def _imports(path, text: str | None = None) -> set[str]:
     """Every module `path` imports, at module level or inside a function, as an absolute
     dotted name (`from cakegov.commands import shared` counts as cakegov.commands.shared)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = ast.parse(path.read_text(encoding="utf-8") if text is None else text)
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -164,3 +164,81 @@ def test_blas_pools_are_limited_except_for_run_and_explicit_settings(monkeypatch
     assert os.environ["MKL_NUM_THREADS"] == "1"
     assert os.environ["OMP_NUM_THREADS"] == "4"
 
+
+
+def _allowed() -> dict[str, set[str]]:
+    """docs/layout.md's lines: `- `cakegov/PART` — what it is. May import: a, b.`"""
+    import re
+
+    allowed: dict[str, set[str]] = {}
+    for line in (ROOT / "docs" / "layout.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"- `cakegov/([a-z_]+)(?:/|\.py)` — .* May import: ([a-z_, ]+)\.$", line)
+        if m:
+            names = m.group(2).strip()
+            allowed[m.group(1)] = set() if names == "nothing" else {
+                n.strip() for n in names.split(",")}
+    return allowed
+
+
+def _part(path) -> str:
+    rel = path.relative_to(PACKAGE).parts
+    return rel[0] if len(rel) > 1 else rel[0].removesuffix(".py")
+
+
+
+def _allowed() -> dict[str, set[str]]:
+    """docs/layout.md's lines: `- `cakegov/PART` — what it is. May import: a, b.`"""
+    import re
+
+    allowed: dict[str, set[str]] = {}
+    for line in (ROOT / "docs" / "layout.md").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"- `cakegov/([a-z_]+)(?:/|\.py)` — .* May import: ([a-z_, ]+)\.$", line)
+        if m:
+            names = m.group(2).strip()
+            allowed[m.group(1)] = set() if names == "nothing" else {
+                n.strip() for n in names.split(",")}
+    return allowed
+
+
+def _part(path) -> str:
+    rel = path.relative_to(PACKAGE).parts
+    return rel[0] if len(rel) > 1 else rel[0].removesuffix(".py")
+
+
+def _stray(path, allowed: dict[str, set[str]], text: str | None = None) -> list[str]:
+    """The imports of `path` (a file of part P) of other parts that P's line does not allow."""
+    part = _part(path)
+    out = []
+    for name in _imports(path, text):
+        bits = name.split(".")
+        if bits[0] != "cakegov" or len(bits) == 1 or bits[1] in (part, "__version__"):
+            continue
+        if bits[1] not in allowed[part]:
+            out.append(f"{path.relative_to(ROOT).as_posix()} imports {name}")
+    return out
+
+
+def test_docs_layout_lists_every_part_and_every_import_it_makes():
+    """Each folder and top-level module of cakegov/ has its line in docs/layout.md, and
+    imports (lazy ones included) only the parts its line allows: a new edge between parts,
+    such as a helper importing a command module back, fails here until the page says so."""
+    allowed = _allowed()
+    parts = {_part(p) for p in PACKAGE.rglob("*.py")} - {"__init__"}
+    assert parts == set(allowed), (f"without a line: {sorted(parts - set(allowed))}; "
+                                   f"line without a part: {sorted(set(allowed) - parts)}")
+    stray = [s for path in sorted(PACKAGE.rglob("*.py")) if _part(path) != "__init__"
+             for s in _stray(path, allowed)]
+    assert not stray, stray
+
+
+def test_the_layout_check_catches_an_upward_import():
+    """Not vacuous: a lazy import of a command module inside a function of `ir`, or of
+    the simulator from `lower`, is reported; an import the line allows is not."""
+    allowed = _allowed()
+    ir_file = PACKAGE / "ir" / "parse.py"
+    upward = "def f():\n    from cakegov.commands.shared import usage_error\n"
+    assert sorted(_stray(ir_file, allowed, upward)) == [
+        "cakegov/ir/parse.py imports cakegov.commands.shared",
+        "cakegov/ir/parse.py imports cakegov.commands.shared.usage_error"]
+    assert _stray(PACKAGE / "lower" / "emit.py", allowed, "import cakegov.sim.run\n")
+    assert not _stray(ir_file, allowed, "from cakegov.plugin import Access\n")
