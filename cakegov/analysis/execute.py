@@ -30,6 +30,7 @@ follows from who performs it (`Event.who`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cakegov.analysis.footprint import LANES, SAME, WARPS, Footprints
@@ -302,11 +303,16 @@ class Executor:
     # ---- anomalies ------------------------------------------------------------------
 
     def record(self, kind: str, message: str, events: tuple[Event, ...], resource: str = "",
-               witness: list[Step] | None = None, **details) -> None:
+               witness: Callable[[], list[Step]] | None = None, **details) -> None:
+        """Record an anomaly once. `witness` computes its steps and runs only for an
+        anomaly that is recorded: a witness walks the whole trace, and a defect met at
+        every step of a long execution (a lapped phase, a premature arrival) would
+        otherwise walk it thousands of times for anomalies already recorded or over
+        MAX_ANOMALIES (a persistent cluster GEMM with one extra remote arrive: 90 s)."""
         anomaly = Anomaly(kind, message, events, resource, details)
         if anomaly.key in self.anomalies or len(self.anomalies) >= MAX_ANOMALIES:
             return
-        steps = witness if witness is not None else self.ancestry(events)
+        steps = witness() if witness is not None else self.ancestry(events)
         if events and (not steps or steps[-1].line != events[0].line):
             ev = events[0]  # end where the anomaly shows
             steps = [*steps, Step(ev.thread, 0, ev.line, f"{ev.where()}: {kind}: "
@@ -520,7 +526,7 @@ class Executor:
                 "phase instead of phase "
                 f"{phase}, which then completes with the wrong arrivals",
                 (ev,), self.p.slots[slot_id][0], slot=slot_id, phase=phase, unforced=True,
-                witness=self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
+                witness=lambda: self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
                                                          f"{ev.where()}: {what} can land "
                                                          f"in phase {phase - 1}")]))
         try:
@@ -590,11 +596,16 @@ class Executor:
         s = self.slots[slot_id]
         name = self.p.slot_name(slot_id)
         blockers = s.done_by.get(phase, ())
-        steps = self.ancestry(blockers[-1:], s.done[phase]) if blockers else []
-        steps = [st for st in steps if st.thread != i or st.clock < reach]
-        steps.append(Step(i, reach, ev.line, f"{ev.where()}: a thread of {ev.role} reaches "
-                                             f"the wait on {name} parity {ev.parity} only now, "
-                                             f"after phase {phase} completed"))
+
+        def witness() -> list[Step]:
+            steps = self.ancestry(blockers[-1:], s.done[phase]) if blockers else []
+            steps = [st for st in steps if st.thread != i or st.clock < reach]
+            steps.append(Step(i, reach, ev.line, f"{ev.where()}: a thread of {ev.role} "
+                                                 f"reaches the wait on {name} parity "
+                                                 f"{ev.parity} only now, after phase "
+                                                 f"{phase} completed"))
+            return steps
+
         fresh = " (the state of the fresh barrier)" if phase < 1 else ""
         self.record(
             "lapped",
@@ -603,7 +614,7 @@ class Executor:
             f"phase {phase - 1}{fresh}: a late thread then "
             f"sees parity {ev.parity} again and waits for phase {phase + 1} (or passes on "
             "it), not the phase it needs",
-            (ev,), self.p.slots[slot_id][0], witness=steps, slot=slot_id, phase=phase - 1,
+            (ev,), self.p.slots[slot_id][0], witness=witness, slot=slot_id, phase=phase - 1,
             lapped_by=phase)
 
     # ---- execution ------------------------------------------------------------------
@@ -815,7 +826,7 @@ class Executor:
                 f"{phase - 1} completes: a thread that gets there earlier passes on phase "
                 f"{phase - 2}, which has the same parity",
                 (ev,), self.p.slots[ev.slot][0],
-                witness=self.ancestry((), self.weakest(t), extra=extra),
+                witness=lambda: self.ancestry((), self.weakest(t), extra=extra),
                 slot=ev.slot, phase=phase)
         s.watch.setdefault(phase, []).append((i, reach, ev))
         if phase in s.done:
@@ -934,7 +945,7 @@ class Executor:
             context[self.t[s.init_thread].base + E] = max(s.init_clock, s.fence_clock)
         self.record("init-order", f"{ev.role} uses {name} ({what}, {ev.where()}) while it is "
                     f"{state}", (ev,), self.p.slots[ev.slot][0], slot=ev.slot, state=state,
-                    witness=self.ancestry((ev,), context))
+                    witness=lambda: self.ancestry((ev,), context))
 
     # ---- the end --------------------------------------------------------------------
 
@@ -977,7 +988,7 @@ class Executor:
             extra.append(Step(ev.thread, 0, ev.line, f"{ev.where()}: {what}"))
         self.record("deadlock", "deadlock: " + "; ".join(parts), tuple(blocked),
                     self.p.slots[blocked[0].slot][0] if blocked[0].slot >= 0 else "",
-                    witness=self.ancestry(tuple(blocked), extra=extra),
+                    witness=lambda: self.ancestry(tuple(blocked), extra=extra),
                     slots=[e.slot for e in blocked if e.slot >= 0],
                     bars={self.p.slot_name(k): (s.mb.phase, s.mb.pending, s.mb.tx)
                           for k, s in enumerate(self.slots) if s.mb.phase or s.contrib})
@@ -999,7 +1010,7 @@ class Executor:
                 "for: no role observes the phase it completes, so the CTA can exit while the "
                 "copy still writes its shared memory",
                 (ev,), ev.mem[0].name, slot=ev.slot,
-                witness=self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
+                witness=lambda ev=ev: self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
                                                          "every role ends; the copy is "
                                                          "still in flight")]))
         self.groups_at_exit()
@@ -1027,10 +1038,10 @@ class Executor:
                 "another CTA) while the remote write is still under way",
                 (ev,), self.p.slots[ev.slot][0], slot=ev.slot, dest=dest, source_cta=ev.cta,
                 what=what,
-                witness=self.ancestry((ev,), extra=[Step(-1, 0, ev.line,
-                                                         f"every role of CTA {dest} ends; "
-                                                         f"the remote {what} from CTA "
-                                                         f"{ev.cta} is still under way")]))
+                witness=lambda ev=ev, dest=dest, what=what: self.ancestry(
+                    (ev,), extra=[Step(-1, 0, ev.line, f"every role of CTA {dest} ends; the "
+                                       f"remote {what} from CTA {ev.cta} is still under "
+                                       "way")]))
 
     def groups_at_exit(self) -> None:
         for _i, t in enumerate(self.t):

@@ -155,7 +155,8 @@ class CheckContext:
         self._tried = 0  # repairs attempted, against MAX_REPAIR_ATTEMPTS
         self._full = 0  # edited sources analysed whole, against MAX_REANALYSES
         self._rule_base = 0  # of them, before the running rule started
-        self._work = [0]  # race-check work of the re-analyses, against MAX_REPAIR_WORK
+        self._rule_units = (0, 0)  # work.repairs and work.race then
+        self.work = Work()  # analysis work units of this check, against DIAGNOSIS_FACTOR
         self.strict = False  # accept only repairs that leave no anomaly (runner, pass 1)
 
     # ---- declarations ----------------------------------------------------------------
@@ -192,7 +193,10 @@ class CheckContext:
         kernel = self.lowered
         if kernel is None:
             return None
-        return analyze(kernel, self.shapes, self.protocol_bounds, derive=self._derive)
+        result = analyze(kernel, self.shapes, self.protocol_bounds, derive=self._derive)
+        self.work.base += units(result)
+        self.work.base_race += result.work
+        return result
 
     def protocol_only(self, pairs) -> ProtocolResult | None:
         """The protocol analysis of just these (sizes, CTA) programs."""
@@ -247,12 +251,31 @@ class CheckContext:
 
     def repairs_spent(self) -> bool:
         """Has this check used up its repair search (MAX_REPAIR_ATTEMPTS attempts,
-        MAX_REANALYSES re-analyses of edited sources, or MAX_REPAIR_WORK race-check work
-        in them)?"""
+        MAX_REANALYSES re-analyses of edited sources, MAX_REPAIR_WORK race-check work in
+        them, or DIAGNOSIS_FACTOR times the work of the schedule's own analysis)? The
+        first bound hit is remembered (`work.spent`) for the finding that reports what
+        is left."""
         reanalysed = self._reanalysed()
-        return (self._tried > MAX_REPAIR_ATTEMPTS or reanalysed >= MAX_REANALYSES
-                or reanalysed - self._rule_base >= MAX_RULE_REANALYSES
-                or self._work[0] > MAX_REPAIR_WORK)
+        work = self.work
+        hit = ("repair attempts" if self._tried > MAX_REPAIR_ATTEMPTS
+               else "re-analyses" if reanalysed >= MAX_REANALYSES
+               else "race-check work" if work.race > work.race_allowance()
+               else "diagnosis work" if work.repairs > work.allowance()
+               else "")
+        if hit and not work.spent:
+            work.spent = hit
+        # one rule's share, per pass: a broad search (a count for every barrier, a wait
+        # before every read) leaves the rest of the budget to the rules after it
+        share = (reanalysed - self._rule_base >= MAX_RULE_REANALYSES
+                 or work.repairs - self._rule_units[0] > work.allowance() // RULE_SHARE
+                 or work.race - self._rule_units[1] > work.race_allowance() // RULE_SHARE)
+        return bool(hit) or share
+
+    def diagnosis_spent(self) -> str:
+        """The bound the repair search hit ("repair attempts", "re-analyses", "race-check
+        work", "diagnosis work"), or "" while it has not: a finding that reports what is
+        left says why no rule named it."""
+        return self.work.spent
 
     def _reanalysed(self) -> int:
         return self._full
@@ -262,6 +285,7 @@ class CheckContext:
         counts from here, so that one rule's broad search (a wait before every read)
         cannot spend the whole budget before a rule with one targeted repair is asked."""
         self._rule_base = self._reanalysed()
+        self._rule_units = (self.work.repairs, self.work.race)
 
     def attempt(self, repairs: list[Repair] | tuple[Repair, ...], description: str,
                 target: Anomaly, applicability: str = "machine") -> Attempt | None:
@@ -288,7 +312,7 @@ class CheckContext:
         run = self.protocol.run_of(target)
         if run is not None and (new, "quick") not in self._attempts:
             # first the program the anomaly showed in: most proposals fail there
-            quick = self._reanalyze(new, [(run.sizes, run.cta)], meter=self._work)
+            quick = self._reanalyze(new, [(run.sizes, run.cta)], meter=self.work)
             self._attempts[(new, "quick")] = quick  # type: ignore[index]
             if quick is None or _worse(quick, had, target, self.strict):
                 self._attempts[new] = None
@@ -299,7 +323,7 @@ class CheckContext:
             # the original was
             self._full += 1
             self._attempts[new] = self._reanalyze(
-                new, meter=self._work, tolerate=frozenset(self.protocol.incomplete))
+                new, meter=self.work, tolerate=frozenset(self.protocol.incomplete))
         after = self._attempts[new]
         if after is None:
             return None
@@ -476,6 +500,60 @@ MAX_REPAIR_ATTEMPTS = 2000
 MAX_REANALYSES = 100
 MAX_RULE_REANALYSES = 32  # of them, for one rule in one pass (CheckContext._begin_rule)
 MAX_REPAIR_WORK = 200_000
+# The diagnosis budget (issue 45): the re-analyses of edited sources may do at most this
+# many times the work units of the schedule's own analysis (`units`), so a defective
+# schedule is judged within 1 + DIAGNOSIS_FACTOR times the work of its analysis, and of
+# its clean twin's; DIAGNOSIS_FLOOR units are always allowed (a tiny analysis still gets
+# a few repairs).
+DIAGNOSIS_FACTOR = 4
+DIAGNOSIS_FLOOR = 50_000
+RULE_SHARE = 2  # one rule, in one pass, may spend at most 1/RULE_SHARE of either allowance
+
+
+def units(result: ProtocolResult) -> int:
+    """Work units of one protocol analysis: events unrolled plus steps executed, over
+    every program it ran. A count: the same on every machine, and what the diagnosis
+    budget and the fuzz test measure. (The race checks' comparisons, which a defect that
+    lets phases overlap multiplies, have their own bound: MAX_REPAIR_WORK.)"""
+    return result.events + result.states
+
+
+@dataclass
+class Work:
+    """The analysis work of one check, in units (`units`)."""
+
+    base: int = 0  # the schedule's own protocol analysis
+    repairs: int = 0  # re-analyses of edited sources (the repair search), quick or whole
+    race: int = 0  # their race-check share, against MAX_REPAIR_WORK
+    quick: int = 0  # re-analyses of only the program an anomaly showed in
+    whole: int = 0  # re-analyses of every program
+    spent: str = ""  # the first bound the repair search hit ("" while none)
+
+    @property
+    def total(self) -> int:
+        return self.base + self.repairs
+
+    base_race: int = 0  # race-check comparisons of the schedule's own analysis
+
+    def allowance(self) -> int:
+        """Work units the repair search may spend: DIAGNOSIS_FACTOR times the analysis."""
+        return max(DIAGNOSIS_FACTOR * self.base, DIAGNOSIS_FLOOR)
+
+    def race_allowance(self) -> int:
+        """Race-check comparisons it may spend: MAX_REPAIR_WORK, or DIAGNOSIS_FACTOR times
+        the analysis' own when a defect made that larger (overlapping phases compare every
+        access of one with every access of the next)."""
+        return max(DIAGNOSIS_FACTOR * self.base_race, MAX_REPAIR_WORK)
+
+    def add(self, result: ProtocolResult, whole: bool) -> None:
+        self.repairs += units(result)
+        self.race += result.work
+        if whole:
+            self.whole += 1
+        else:
+            self.quick += 1
+
+
 EXACT_POINTS = 1 << 16  # points (CTA index x iterations) value_range evaluates one by one
 
 
@@ -512,7 +590,7 @@ def _multiset(anomalies) -> dict[tuple[str, str], int]:
 RULE_API: frozenset[str] = frozenset({
     "schedule", "target", "workload", "primitives", "known_targets", "view", "decl",
     "decls", "layout", "lowered", "lowering_error", "protocol", "protocol_only",
-    "protocol_bounds", "claimed", "unclaimed", "attempt", "repairs_spent",
+    "protocol_bounds", "claimed", "unclaimed", "attempt", "repairs_spent", "diagnosis_spent",
     "pipeline_stages", "shapes",
     "calls", "node_at", "effects", "env", "loop_ranges", "value_range", "evaluate",
     "findings", "strict", "spelling",

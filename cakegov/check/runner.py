@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cakegov.check.context import CheckContext, RuleContext
+from cakegov.check.context import CheckContext, RuleContext, Work
 from cakegov.check.docs_url import rule_url
 from cakegov.check.findings import FileResult, Finding, verdict_of
 from cakegov.check.rulebook import Rulebook, RulePlugin
@@ -115,13 +115,22 @@ class Checker:
         return self.check_bytes(data, file)
 
     def check_bytes(self, data: bytes, file: str) -> FileResult:
+        return self.check_bytes_with_work(data, file)[0]
+
+    def check_bytes_with_work(self, data: bytes, file: str) -> tuple[FileResult, Work]:
+        """The result, and the analysis work units the check spent (its own analysis and
+        the repair search's re-analyses: context.Work), which the diagnosis budget bounds
+        and tests compare between a schedule and its edits."""
+        work = Work()
         try:
             schedule = parse_bytes(data, self.vocabulary)
         except InputError as exc:
-            return FileResult(file=file, verdict="error", findings=(_input_finding(file, exc),))
+            return FileResult(file=file, verdict="error",
+                              findings=(_input_finding(file, exc),)), work
         if self.target_override is not None:
             schedule = schedule.model_copy(update={"target": self.target_override})
         ctx = self.context(schedule, file)
+        ctx.work = work
         ctx._source = decode_source(data)
         ctx._reanalyze = self._reanalyze
         findings: list[Finding] = []
@@ -142,7 +151,8 @@ class Checker:
                 return FileResult(file=file, verdict="error", findings=(*findings, Finding(
                     code="P098", rule="protocol-bounds", severity="blocking",
                     authority="internal", message=f"the protocol analysis failed: {tb}",
-                    file=file, path="schedule", doc_url=rule_url("P098", "protocol-bounds"))))
+                    file=file, path="schedule", doc_url=rule_url("P098", "protocol-bounds")))
+                ), work
         else:
             ctx.__dict__["protocol"] = None
         # Repairs are first accepted only when they leave no anomaly at all, so that the
@@ -162,7 +172,7 @@ class Checker:
             target=schedule.target, workload=schedule.workload,
             verdict=verdict_of(findings, incomplete=bool(reasons)),
             findings=tuple(findings), incomplete_reasons=reasons,
-        )
+        ), work
 
     @staticmethod
     def _run(rules: list[RulePlugin], ctx: CheckContext, findings: list[Finding],
@@ -190,15 +200,15 @@ class Checker:
             known_targets=tuple(sorted(self.rulebook.targets)),
         )
 
-    def _reanalyze(self, source: str, only=None, meter: list[int] | None = None,
+    def _reanalyze(self, source: str, only=None, meter: Work | None = None,
                    tolerate: frozenset[str] = frozenset()):
         """The protocol anomalies of an edited schedule: how the engine re-checks a rule's
         proposed repair; `only` limits the analysis to those (sizes, CTA) programs. None
         when the edited schedule does not parse or lower, when a structural rule rejects
         it, or when its analysis is incomplete other than where the original's was
         (`tolerate`: the original's incomplete reasons): a repair must leave a schedule
-        that is checked in full wherever the original was. `meter[0]` adds up the
-        analysis work (ProtocolResult.work)."""
+        that is checked in full wherever the original was. `meter` adds up the
+        analysis work (context.units)."""
         try:
             schedule = parse_bytes(source.encode("utf-8"), self.vocabulary)
         except InputError:
@@ -213,7 +223,7 @@ class Checker:
             return None
         result = ctx.protocol if only is None else ctx.protocol_only(only)
         if meter is not None and result is not None:
-            meter[0] += result.work
+            meter.add(result, whole=only is None)
         if result is None or not set(result.incomplete) <= tolerate:
             return None
         return tuple(result.anomalies)

@@ -8,7 +8,11 @@ unwritten memory, unfenced proxy hand-offs and work left in flight at exit; the 
 protocol rules name the cause of what it finds. When an anomaly is left that no rule
 explained, and no other rule has already rejected the schedule, this rule reports it
 with its witness, so the schedule can never pass as clean. Further unexplained anomalies
-are listed in its evidence (they are usually consequences of the first).
+are listed in its evidence, the first five by message and all by count (they are usually
+consequences of the first). When the repair search that lets the other rules name a
+cause stopped at one of its bounds (`cakegov/check/context.py`: attempts, re-analyses,
+race-check work, or four times the work of the schedule's own analysis), the finding says
+which: the anomaly and its witness stand, but a rule might have named its cause.
 
 ## Why is this bad?
 A deadlock hangs the GPU; a race silently corrupts results. A verifier that only reports
@@ -38,7 +42,7 @@ from cakegov.analysis.witness import witness_evidence
 
 CODE = "P099"
 NAME = "protocol-anomaly"
-VERSION = "2.3.0"
+VERSION = "2.4.0"
 SEVERITY = "blocking"
 CATEGORY = "protocol"
 STATUS = "stable"
@@ -74,13 +78,23 @@ def check(ctx):
         return
     first = left[0]
     ev = first.events[0] if first.events else None
+    hint = "follow the witness: its last steps show where the protocol goes wrong"
+    extra = {}
+    spent = ctx.diagnosis_spent()
+    if spent:
+        hint += (f"; the repair search stopped at its {spent} bound before a rule named "
+                 "the cause, so a named finding may exist for it")
+        extra["repair_search"] = f"stopped: {spent} bound"
     yield ctx.finding(
         ctx.node_at(ev.path) if ev is not None else None,
-        first.message,
+        first.message + (f" ({len(left) - 1} further unexplained anomal"
+                         f"{'y' if len(left) == 2 else 'ies'}, 5 at most listed in the "
+                         "evidence)" if len(left) > 1 else ""),
         condition=_WHAT.get(first.kind, first.kind),
-        hint="follow the witness: its last steps show where the protocol goes wrong",
+        hint=hint,
         resource=first.resource or None,
         role=ev.role if ev is not None else None,
-        evidence=witness_evidence(first, others=[a.message for a in left[1:6]]),
+        evidence=witness_evidence(first, others=[a.message for a in left[1:6]],
+                                  anomalies_unexplained=len(left), **extra),
         explains=left,
     )
