@@ -185,26 +185,6 @@ def _part(path) -> str:
     return rel[0] if len(rel) > 1 else rel[0].removesuffix(".py")
 
 
-
-def _allowed() -> dict[str, set[str]]:
-    """docs/layout.md's lines: `- `cakegov/PART` — what it is. May import: a, b.`"""
-    import re
-
-    allowed: dict[str, set[str]] = {}
-    for line in (ROOT / "docs" / "layout.md").read_text(encoding="utf-8").splitlines():
-        m = re.match(r"- `cakegov/([a-z_]+)(?:/|\.py)` — .* May import: ([a-z_, ]+)\.$", line)
-        if m:
-            names = m.group(2).strip()
-            allowed[m.group(1)] = set() if names == "nothing" else {
-                n.strip() for n in names.split(",")}
-    return allowed
-
-
-def _part(path) -> str:
-    rel = path.relative_to(PACKAGE).parts
-    return rel[0] if len(rel) > 1 else rel[0].removesuffix(".py")
-
-
 def _stray(path, allowed: dict[str, set[str]], text: str | None = None) -> list[str]:
     """The imports of `path` (a file of part P) of other parts that P's line does not allow."""
     part = _part(path)
