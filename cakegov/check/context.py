@@ -506,7 +506,7 @@ MAX_REPAIR_WORK = 200_000
 # its clean twin's; DIAGNOSIS_FLOOR units are always allowed (a tiny analysis still gets
 # a few repairs).
 DIAGNOSIS_FACTOR = 4
-DIAGNOSIS_FLOOR = 50_000
+DIAGNOSIS_FLOOR = 100_000
 RULE_SHARE = 2  # one rule, in one pass, may spend at most 1/RULE_SHARE of either allowance
 
 
