@@ -9,9 +9,16 @@ sm_90a with `nvcc -c -gencode arch=compute_90a,code=sm_90a`, and with NVRTC
 printed next to its ratio against the compile, and the verdict on the target "checking
 ≥ 100× faster than compiling" is judged at the check median and at the check p95.
 
+The scale section (`--scale-only` runs it alone) checks the symmetric-role schedules of
+benchmarks/scale/ (three consumer roles, or three warpgroups of one role, over an 8-stage
+ring, persistent) and one corpus GEMM (`gemm/ws_pipeline_s4`) in the same rounds, and
+prints each one's warm check time, whole-process check time (`cakegov check --no-cache`)
+and analysis work units as ratios to the GEMM's (issue 45: within 3x).
+
 No GPU is used: compiling needs none. Usage:
 
     python benchmarks/bench_check.py [--repeat N] [--compile-repeat N] [--json PATH]
+    python benchmarks/bench_check.py --scale-only [--scale-rounds N]
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 KERNEL = Path(__file__).resolve().parent / "gemm_mma_sm90.cu"
 TARGET_RATIO = 100.0
+SCALE_DIR = Path(__file__).resolve().parent / "scale"
+SCALE_REFERENCE = ROOT / "corpus" / "valid" / "gemm" / "ws_pipeline_s4.cake"
+SCALE_TARGET = 3.0  # issue 45: a scale schedule within 3x of one corpus GEMM
 NVCC_FLAGS = ("-c", "-gencode", "arch=compute_90a,code=sm_90a")
 NVRTC_FLAGS = ("--gpu-architecture=sm_90a",)
 
@@ -281,6 +291,74 @@ def protocol_report(compiles: list[CompileTiming], reps: int) -> dict:
             "meets_p95_100ms": tail < 0.1}
 
 
+def _cold_check(path: Path) -> float:
+    """Wall time of one whole `cakegov check --no-cache` process, with bytecode caches on
+    as on a user's machine."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONDONTWRITEBYTECODE", "CAKEGOV_NO_CACHE")}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "cakegov", "check", "--no-cache", "-q", str(path)],
+                   cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    return time.perf_counter() - t0
+
+
+def scale_report(rounds: int, cold_rounds: int) -> dict:
+    """The scale schedules beside one corpus GEMM, timed in the same interleaved rounds (a
+    drift of the machine moves both), as ratios."""
+    sys.path.insert(0, str(ROOT))
+    from cakegov.check.rulebook import Rulebook
+    from cakegov.check.runner import Checker
+    from cakegov.corpus.workloads import load_workloads
+
+    book = Rulebook.load(ROOT / "rules")
+    wls = load_workloads(ROOT / "corpus" / "workloads")
+    paths = [SCALE_REFERENCE, *sorted(SCALE_DIR.glob("*.cake"))]
+    names = [p.relative_to(ROOT).as_posix() for p in paths]
+    data = [p.read_bytes() for p in paths]
+    warm: dict[str, list[float]] = {n: [] for n in names}
+    cold: dict[str, list[float]] = {n: [] for n in names}
+    units: dict[str, int] = {}
+    verdicts: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for name, blob in zip(names, data, strict=True):  # warm-up, and the work units
+        result, work = Checker(book, wls).check_bytes_with_work(blob, name)
+        units[name], verdicts[name] = work.total, result.verdict
+    for _ in range(rounds):
+        for name, blob in zip(names, data, strict=True):
+            checker = Checker(book, wls)
+            t0 = time.perf_counter()
+            checker.check_bytes(blob, name)
+            warm[name].append(time.perf_counter() - t0)
+    for _ in range(cold_rounds):
+        for name, path in zip(names, paths, strict=True):
+            cold[name].append(_cold_check(path))
+    ref = names[0]
+    print()
+    print(f"scale schedules beside {ref}: {rounds} warm rounds (a fresh Checker each, "
+          f"median), {cold_rounds} whole-process rounds (`cakegov check --no-cache`, median)")
+    width = max(len(n) for n in names)
+    print(f"  {'schedule':<{width}} {'verdict':<9} {'units':>7} {'ratio':>6} {'warm':>9} "
+          f"{'ratio':>6} {'process':>9} {'ratio':>6}")
+    rows = []
+    for name in names:
+        w, c = statistics.median(warm[name]), statistics.median(cold[name]) if cold_rounds else 0
+        rw = w / statistics.median(warm[ref])
+        rc = c / statistics.median(cold[ref]) if cold_rounds else float("nan")
+        ru = units[name] / units[ref]
+        print(f"  {name:<{width}} {verdicts[name]:<9} {units[name]:>7} {ru:>5.1f}x "
+              f"{fmt_time(w):>9} {rw:>5.1f}x {fmt_time(c) if cold_rounds else '-':>9} "
+              f"{rc:>5.1f}x{notes.get(name, '')}")
+        rows.append({"file": name, "verdict": verdicts[name], "units": units[name],
+                     "units_ratio": ru, "warm_median_s": w, "warm_ratio": rw,
+                     "process_median_s": c, "process_ratio": rc})
+    worst = max(r["warm_ratio"] for r in rows[1:])
+    print(f"  worst warm ratio {worst:.1f}x (target within {SCALE_TARGET:.0f}x: "
+          f"{'MET' if worst <= SCALE_TARGET else 'NOT MET'})")
+    return {"reference": ref, "rows": rows, "worst_warm_ratio": worst,
+            "target": SCALE_TARGET}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=200,
@@ -298,9 +376,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the protocol-analysis section")
     parser.add_argument("--protocol-repeat", type=int, default=5,
                         help="timed analyses per schedule and growth point (default 5)")
+    parser.add_argument("--scale-only", action="store_true",
+                        help="run only the scale section (benchmarks/scale/ beside one GEMM)")
+    parser.add_argument("--scale-rounds", type=int, default=15,
+                        help="warm rounds of the scale section (default 15)")
+    parser.add_argument("--scale-cold-rounds", type=int, default=3,
+                        help="whole-process rounds of the scale section (default 3; 0: none)")
     args = parser.parse_args(argv)
-    if args.repeat < 1 or args.compile_repeat < 1:
-        parser.error("--repeat and --compile-repeat must be positive")
+    if args.repeat < 1 or args.compile_repeat < 1 or args.scale_rounds < 1 \
+            or args.scale_cold_rounds < 0:
+        parser.error("--repeat, --compile-repeat and --scale-rounds must be positive")
+    if args.scale_only:
+        results = {"scale": scale_report(args.scale_rounds, args.scale_cold_rounds)}
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        return 0
 
     timings, pooled, info = time_checks(args.repeat, args.budget_s)
     compiles: list[CompileTiming] = []
@@ -311,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     results = report(timings, pooled, compiles, info)
     if not args.no_protocol:
         results["protocol"] = protocol_report(compiles, args.protocol_repeat)
+    results["scale"] = scale_report(args.scale_rounds, args.scale_cold_rounds)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
