@@ -310,6 +310,7 @@ def scale_report(rounds: int, cold_rounds: int) -> dict:
     from cakegov.check.rulebook import Rulebook
     from cakegov.check.runner import Checker
     from cakegov.corpus.workloads import load_workloads
+    from cakegov.ir.parse import parse_bytes
 
     book = Rulebook.load(ROOT / "rules")
     wls = load_workloads(ROOT / "corpus" / "workloads")
@@ -322,8 +323,12 @@ def scale_report(rounds: int, cold_rounds: int) -> dict:
     verdicts: dict[str, str] = {}
     notes: dict[str, str] = {}
     for name, blob in zip(names, data, strict=True):  # warm-up, and the work units
-        result, work = Checker(book, wls).check_bytes_with_work(blob, name)
+        checker = Checker(book, wls)
+        result, work = checker.check_bytes_with_work(blob, name)
         units[name], verdicts[name] = work.total, result.verdict
+        protocol = checker.context(parse_bytes(blob, checker.vocabulary), name).protocol
+        if protocol is not None and protocol.reductions:
+            notes[name] = "  (symmetric warpgroups reduced)"
     for _ in range(rounds):
         for name, blob in zip(names, data, strict=True):
             checker = Checker(book, wls)
@@ -348,8 +353,9 @@ def scale_report(rounds: int, cold_rounds: int) -> dict:
         ru = units[name] / units[ref]
         print(f"  {name:<{width}} {verdicts[name]:<9} {units[name]:>7} {ru:>5.1f}x "
               f"{fmt_time(w):>9} {rw:>5.1f}x {fmt_time(c) if cold_rounds else '-':>9} "
-              f"{rc:>5.1f}x{notes.get(name, '')}")
+              f"{f'{rc:5.1f}x' if cold_rounds else '     -'}{notes.get(name, '')}")
         rows.append({"file": name, "verdict": verdicts[name], "units": units[name],
+                     "symmetry": bool(notes.get(name)),
                      "units_ratio": ru, "warm_median_s": w, "warm_ratio": rw,
                      "process_median_s": c, "process_ratio": rc})
     worst = max(r["warm_ratio"] for r in rows[1:])

@@ -34,7 +34,8 @@ def loose(anomalies) -> list[tuple[str, str]]:
 def test_bounds_are_counts_never_time():
     kinds = {f.name: f.type for f in dataclasses.fields(Bounds)}
     assert not [name for name in kinds if "second" in name or "time" in name]
-    assert set(kinds) == {"max_events", "max_confirm_events", "max_runs", "window", "max_orders"}
+    assert set(kinds) == {"max_events", "max_confirm_events", "max_runs", "window", "max_orders",
+                          "symmetry"}
 
 
 @pytest.mark.slow

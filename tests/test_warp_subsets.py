@@ -144,7 +144,7 @@ def test_split_roles_are_warp_classes(rulebook, workloads):
     arrive = next(op for op in _ops(math.body) if isinstance(op, LArrive))
     assert executes((0,), arrive) and not executes((1, 2, 3), arrive)
     assert arrivals((4,), arrive) == 1
-    program = Builder(kernel).build({"M": 128, "N": 128, "K": 512})
+    program = Builder(kernel, symmetry=False).build({"M": 128, "N": 128, "K": 512})
     by_part = {(t.role, t.members): t for t in program.threads}
     idle = by_part[("loader", (1, 2, 3))]
     assert idle.events == []  # the loader's other warps only run setmaxnreg
@@ -154,6 +154,11 @@ def test_split_roles_are_warp_classes(rulebook, workloads):
     named = [e for e in worker.events if e.kind == "named"]
     assert all(e.n == 96 for e in named)  # three warps bring 96 of wg1's 128 threads
     assert worker.events[0].where().startswith("math (warps 5..7) line")
+    # the two warpgroups run the same code, each on its own named barrier: with the
+    # symmetry reduction (tests/test_symmetry.py) each class stands for both
+    reduced = Builder(kernel).build({"M": 128, "N": 128, "K": 512})
+    assert [(t.role, t.members, t.rep) for t in reduced.threads if t.role == "math"] == [
+        ("math", (0, 4), (0,)), ("math", (1, 2, 3, 5, 6, 7), (1, 2, 3))]
 
 
 def test_a_whole_role_is_one_model_thread(rulebook, workloads):

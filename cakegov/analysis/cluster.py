@@ -99,7 +99,8 @@ def build(builder: Builder, sizes: Mapping[str, int], cta: tuple[int, int, int],
         for t in part.threads:
             index = len(threads)
             thread = Thread(index=index, role=t.role, warps=t.warps, cta=rank,
-                            members=t.members, role_warps=t.role_warps)
+                            members=t.members, role_warps=t.role_warps, rep=t.rep,
+                            blocks=t.blocks, private=t.private)
             for ev in t.events:
                 for out in _place(ev, rank, n, per_slots, per_regions):
                     out.thread = index

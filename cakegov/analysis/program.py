@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cakegov.analysis.footprint import ENGINE, Footprint, Footprints, TooLarge, tile_origin
+from cakegov.analysis.semantics import WARPGROUP_WARPS
 from cakegov.ir.expr import Env, EvalError, Expr, compile_expr, evaluate, step_expr
 from cakegov.lower.kernel import (
     LArrive,
@@ -146,10 +147,21 @@ class Thread:
     # role's warp count; () / 0: the whole role
     members: tuple[int, ...] = ()
     role_warps: int = 0
+    # a symmetric class (`Symmetry`): the warps of warpgroup 0 whose program it runs, how
+    # many warpgroups it stands for, and the named barriers each has a copy of
+    rep: tuple[int, ...] = ()
+    blocks: int = 1
+    private: frozenset[int] = frozenset()
 
     @property
     def threads(self) -> int:
         return self.warps * WARP
+
+    @property
+    def runs(self) -> tuple[int, ...]:
+        """The warps whose ops the thread executes (`executes`): its own, or for a
+        symmetric class its warpgroup-0 representative's."""
+        return self.rep or self.members
 
     @property
     def role_threads(self) -> int:
@@ -158,7 +170,8 @@ class Thread:
 
     @property
     def part(self) -> str:
-        return f"warps {warp_text(self.members)}" if self.members else ""
+        shown = self.rep or self.members  # a symmetric class speaks as its representative
+        return f"warps {warp_text(shown)}" if shown else ""
 
 
 def warp_text(warps: tuple[int, ...]) -> str:
@@ -209,11 +222,167 @@ def executes(members: tuple[int, ...], op: LOp) -> bool:
     return True
 
 
-def arrivals(members: tuple[int, ...], op: LArrive) -> int:
-    """Arrivals the class `members` makes at `op` (the op's own count for a whole role)."""
+def arrivals(members: tuple[int, ...], op: LArrive, blocks: int = 1) -> int:
+    """Arrivals the class `members` makes at `op` (the op's own count for a whole role);
+    a symmetric class standing for `blocks` warpgroups elects one thread in each."""
     if not members:
         return op.arrivals
-    return {"role": 1, "warp": len(members), "thread": WARP * len(members)}[op.per]
+    return {"role": blocks, "warp": len(members), "thread": WARP * len(members)}[op.per]
+
+
+# ---- symmetric warpgroups ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """Warp classes of a split role that are images of one another under a shift by whole
+    warpgroups: each warpgroup runs the same ops on its own threads, its own copy of any
+    named barrier it alone uses, and shared memory it only reads. The images are explored
+    as one model thread (the union of their warps, in lockstep like the warps of an unsplit
+    role), running the representative's ops (docs/checker.md, "Symmetric warpgroups")."""
+
+    role: str
+    rep: tuple[int, ...]  # the class in the role's first warpgroup
+    members: tuple[int, ...]  # it and its images in every warpgroup
+    blocks: int  # warpgroups
+    private: frozenset[int]  # named barrier ids of the representative's own copies
+
+
+
+def symmetry_notes(symmetries: list[Symmetry]) -> list[str]:
+    """One line per reduced role: which warpgroups were explored through the first."""
+    out = []
+    for role in dict.fromkeys(sym.role for sym in symmetries):
+        mine = [sym for sym in symmetries if sym.role == role]
+        blocks = mine[0].blocks
+        private = sorted({i for sym in mine for i in sym.private})
+        copies = (f", each on its own copy of named barrier{'s' if len(private) > 1 else ''} "
+                  f"{', '.join(str(i) for i in private)}") if private else ""
+        others = "warpgroup 1" if blocks == 2 else f"warpgroups 1..{blocks - 1}"
+        out.append(f"`{role}`: {others} explored through warpgroup 0 "
+                   f"({blocks} warpgroups running the same code on their own threads"
+                   f"{copies})")
+    return out
+
+
+_SYM_SKIP = frozenset({"path", "span", "subset", "id", "barrier"})
+
+
+def _executed(ops: tuple[LOp, ...], members: tuple[int, ...]) -> list:
+    out: list = []
+    for op in ops:
+        if not executes(members, op):
+            continue
+        out.append((op, _executed(op.body, members)) if isinstance(op, LFor) else (op, None))
+    return out
+
+
+def _same_op(a: LOp, b: LOp, shift: int, rho: dict[int, int]) -> bool:
+    """Is `b` the image of `a` under a shift of `shift` warps (subsets shifted, or the same
+    subset when it holds both), with named barrier ids mapped by `rho` (extended here)?"""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    for name in type(a).model_fields:
+        if name in _SYM_SKIP:
+            continue
+        if name == "body":
+            continue
+        if getattr(a, name) != getattr(b, name):
+            return False
+    if a.subset != b.subset and (a.subset is None or b.subset is None or
+                                 tuple(w + shift for w in a.subset) != b.subset):
+        return False
+    if isinstance(a, LNamedSync):
+        assert isinstance(b, LNamedSync)
+        if a.id == b.id or rho.setdefault(a.id, b.id) != b.id:
+            return False  # one barrier used by two warpgroups is shared, not a copy
+    elif getattr(a, "barrier", None) != getattr(b, "barrier", None):
+        return False
+    return True
+
+
+def _same_seq(a: list, b: list, shift: int, rho: dict[int, int]) -> bool:
+    if len(a) != len(b):
+        return False
+    for (op_a, body_a), (op_b, body_b) in zip(a, b, strict=True):
+        if not _same_op(op_a, op_b, shift, rho):
+            return False
+        if body_a is not None and not _same_seq(body_a, body_b, shift, rho):
+            return False
+    return True
+
+
+def _named_ids(seq: list, out: set[int]) -> set[int]:
+    for op, body in seq:
+        if isinstance(op, LNamedSync):
+            out.add(op.id)
+        if body is not None:
+            _named_ids(body, out)
+    return out
+
+
+def _writes_smem(seq: list) -> bool:
+    for op, body in seq:
+        if isinstance(op, LCompute) and any(a.space == "smem" for a in op.writes):
+            return True
+        if isinstance(op, LCopy):
+            return True
+        if body is not None and _writes_smem(body):
+            return True
+    return False
+
+
+def symmetric(kernel: LoweredKernel, role, classes: list[tuple[int, ...]],
+              used: dict[int, set[tuple[str, tuple[int, ...]]]]) -> list[Symmetry] | None:
+    """The classes of a split role merged by warpgroup symmetry, or None when the role is
+    not symmetric: every class lies in one warpgroup, the classes of warpgroup g are those
+    of warpgroup 0 shifted by g warpgroups, each image executes the same ops as its
+    representative (subsets shifted; a named barrier only as a copy the image's warpgroup
+    alone uses, `used`: barrier id -> the classes that execute it), and no class writes
+    shared memory (their reads cannot race one another; a write could, across
+    warpgroups, with no barrier of theirs between)."""
+    d = WARPGROUP_WARPS
+    if classes == [()] or role.warps % d or role.warps // d < 2:
+        return None
+    m = role.warps // d
+    if any(w // d != c[0] // d for c in classes for w in c):
+        return None
+    base = [c for c in classes if c[0] < d]
+    images = {tuple(w + g * d for w in c) for c in base for g in range(m)}
+    if images != set(classes):
+        return None
+    out = []
+    for c in base:
+        seq = _executed(role.body, c)
+        if _writes_smem(seq):
+            return None
+        private: set[int] = set()
+        for g in range(1, m):
+            image = tuple(w + g * d for w in c)
+            rho: dict[int, int] = {}
+            if not _same_seq(seq, _executed(role.body, image), g * d, rho):
+                return None
+            block = {(role.name, tuple(w + g * d for w in k)) for k in base}
+            home = {(role.name, k) for k in base}
+            for a, b in rho.items():  # each copy is its own warpgroup's alone
+                if not used.get(a, set()) <= home or not used.get(b, set()) <= block:
+                    return None
+                private.add(a)
+        members = tuple(sorted(w + g * d for w in c for g in range(m)))
+        out.append(Symmetry(role.name, c, members, m, frozenset(private)))
+    return out
+
+
+def named_users(kernel: LoweredKernel) -> dict[int, set[tuple[str, tuple[int, ...]]]]:
+    """Named barrier id -> the (role, class) pairs that execute an op on it."""
+    used: dict[int, set[tuple[str, tuple[int, ...]]]] = {}
+    for role in kernel.roles:
+        for c in warp_classes(role):
+            for i in _named_ids(_executed(role.body, c), set()):
+                used.setdefault(i, set()).add((role.name, c))
+    return used
 
 
 @dataclass
@@ -285,7 +454,8 @@ def _ops(ops: tuple[LOp, ...]):
 class Builder:
     """Unrolls one LoweredKernel into Programs (one per sizes and CTA)."""
 
-    def __init__(self, kernel: LoweredKernel, footprints: Footprints | None = None):
+    def __init__(self, kernel: LoweredKernel, footprints: Footprints | None = None,
+                 symmetry: bool = True):
         self.kernel = kernel
         self.fp = footprints or Footprints(kernel)
         self.tracked = async_fragments(kernel)
@@ -304,9 +474,19 @@ class Builder:
                 self.slot_count.append(bar.count)
                 self.slot_manual.append(bar.init == "manual")
         self._regions()
-        # the model threads of every role (warp classes of split roles)
-        self.classes = [(role, members) for role in kernel.roles
-                        for members in warp_classes(role)]
+        # the model threads of every role (warp classes of split roles), symmetric
+        # warpgroups merged (`Symmetry`) unless `symmetry` is off
+        self.classes: list[tuple[Any, tuple[int, ...], Symmetry | None]] = []
+        self.symmetries: list[Symmetry] = []
+        used = named_users(kernel) if symmetry else {}
+        for role in kernel.roles:
+            classes = warp_classes(role)
+            merged = symmetric(kernel, role, classes, used) if symmetry else None
+            if merged is None:
+                self.classes += [(role, members, None) for members in classes]
+            else:
+                self.classes += [(role, sym.members, sym) for sym in merged]
+                self.symmetries += merged
 
     def _regions(self) -> None:
         """Stages that share bytes form one region (views never overlap in today's
@@ -394,8 +574,8 @@ class Builder:
             return total
 
         out = 0
-        for role, members in self.classes:
-            out += count(role.body, {}, 1, 0, members)
+        for role, members, sym in self.classes:
+            out += count(role.body, {}, 1, 0, sym.rep if sym is not None else members)
             if out > limit:
                 return limit + 1
         return out
@@ -411,9 +591,11 @@ class Builder:
         self._total = 0
         self._max = max_events
         blocks = {0: cta[0], 1: cta[1], 2: cta[2]}
-        for i, (role, members) in enumerate(self.classes):
+        for i, (role, members, sym) in enumerate(self.classes):
             thread = Thread(index=i, role=role.name, warps=len(members) or role.warps,
                             members=members, role_warps=role.warps if members else 0)
+            if sym is not None:
+                thread.rep, thread.blocks, thread.private = sym.rep, sym.blocks, sym.private
             # a role's running counters (cakegov/ir/persistent.py), all 0 at its start
             self._counters = dict.fromkeys(role.counters, 0)
             try:
@@ -443,7 +625,7 @@ class Builder:
         env = Env(sizes=sizes, vars=vars_, blocks=blocks)
         counters = self._counters
         for op in ops:
-            if not executes(thread.members, op):
+            if not executes(thread.runs, op):
                 continue
             if isinstance(op, LFor):
                 start = self._eval(op.start, env, op.path)
@@ -490,7 +672,7 @@ class Builder:
 
         def visit(ops, env: dict, n: int) -> None:
             for op in ops:
-                if not executes(thread.members, op):
+                if not executes(thread.runs, op):
                     continue
                 if isinstance(op, LFor):
                     start = np.broadcast_to(np.asarray(
@@ -513,7 +695,7 @@ class Builder:
                     continue
                 if isinstance(op, LWait | LArrive):
                     kind, weight, index = ("wait", 1, op.index) if isinstance(op, LWait) \
-                        else ("arrive", arrivals(thread.members, op), op.index)
+                        else ("arrive", arrivals(thread.members, op, thread.blocks), op.index)
                 elif isinstance(op, LCopy):
                     kind, weight, index = "copy", 1, op.barrier_index
                 else:
@@ -541,7 +723,8 @@ class Builder:
             who = {"role": "E", "warp": "W0", "thread": "T"}[op.per]
             tx = self._eval(op.tx, env, op.path) if op.expects else 0
             peer = self._eval(op.cta, env, op.path) if op.cta is not None else -1
-            return Event(kind="arrive", slot=slot, n=arrivals(thread.members, op), tx=tx,
+            return Event(kind="arrive", slot=slot, n=arrivals(thread.members, op, thread.blocks),
+                         tx=tx,
                          who=who,
                          source=op.source, peer=peer, **base)
         if isinstance(op, LCopy):
@@ -559,7 +742,9 @@ class Builder:
             return Event(kind="copy", slot=slot, nbytes=op.bytes, who="E", mem=(mem,),
                          source="load", dests=dests, **base)
         if isinstance(op, LNamedSync):
-            return Event(kind="named", named=(op.id, op.threads, op.wait), n=thread.threads,
+            # a symmetric class brings one warpgroup's threads to its own copy of a barrier
+            n = thread.threads // thread.blocks if op.id in thread.private else thread.threads
+            return Event(kind="named", named=(op.id, op.threads, op.wait), n=n,
                          derived=op.derived, source=op.barrier, **base)
         if isinstance(op, LFence):
             return Event(kind="fence", scope=op.scope, derived=op.derived,

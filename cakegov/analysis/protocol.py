@@ -20,7 +20,7 @@ from cakegov.analysis import cluster
 from cakegov.analysis import ctas as cta_classes
 from cakegov.analysis.execute import Anomaly, Outcome, execute, unforced_only
 from cakegov.analysis.footprint import Footprints, TooLarge
-from cakegov.analysis.program import Builder, Program, UnrollError
+from cakegov.analysis.program import Builder, Program, UnrollError, symmetry_notes
 from cakegov.analysis.semantics import ARRIVAL_LIMIT
 from cakegov.analysis.window import consistent, plan
 from cakegov.ir.expr import (
@@ -46,6 +46,7 @@ class Bounds:
     max_runs: int = 64  # (shape, CTA) programs executed
     window: bool = True  # splice periodic loops (False: unroll every iteration)
     max_orders: int = 24  # thread orders tried when the canonical execution is unforced
+    symmetry: bool = True  # explore symmetric warpgroups through one (program.Symmetry)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Run:
     program: Program
     outcome: Outcome
     spliced: bool = False
+    reduced: bool = False  # symmetric warpgroups explored through one (program.Symmetry)
 
     @property
     def label(self) -> str:
@@ -74,6 +76,7 @@ class ProtocolResult:
     unforced: list[str] = field(default_factory=list)  # those of `incomplete` that are
     # unforced phase attributions no tried execution turns into a defect (not bounds)
     footprints: Footprints | None = None
+    reductions: list[str] = field(default_factory=list)  # symmetry used (program.Symmetry)
 
     @property
     def events(self) -> int:
@@ -315,7 +318,8 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
     differs; programs with identical behaviour are executed once. `only`: just these
     (sizes, CTA) programs (a quick first check of a repair)."""
     fp = Footprints(kernel)
-    builder = Builder(kernel, fp)
+    builder = Builder(kernel, fp, symmetry=bounds.symmetry)
+    full = Builder(kernel, fp, symmetry=False) if builder.symmetries else None
     result = ProtocolResult(kernel=kernel, footprints=fp)
     odd = [b.name for b in kernel.barriers if not 1 <= b.count <= ARRIVAL_LIMIT]
     if odd:  # the hardware rules reject these; the protocol has no defined meaning
@@ -346,13 +350,28 @@ def analyze(kernel: LoweredKernel, shapes: list[dict[str, int]],
             result.incomplete.append(f"more than {bounds.max_runs} distinct programs "
                                      "(shapes x CTAs)")
             break
+        marks = len(result.incomplete), len(result.unforced)
+        before = set(seen) if full is not None else seen
         run = _run(builder, fp, kernel, sizes, cta, bounds, seen, result)
+        reportable = run is not None and (bool(run.outcome.anomalies)
+                                          or not run.outcome.complete)
+        if full is not None and (len(result.incomplete) > marks[0] or reportable):
+            # Symmetry stands only for a clean, complete run: a program with anything to
+            # report is executed again with every warpgroup its own model thread, so
+            # findings, witnesses and bounds are those of the unreduced analysis.
+            del result.incomplete[marks[0]:], result.unforced[marks[1]:]
+            seen.intersection_update(before)  # the reduced run's keys (a cluster's origin)
+            run = _run(full, fp, kernel, sizes, cta, bounds, seen, result)
+        elif run is not None and builder.symmetries:
+            run.reduced = True
         if run is None:
             continue
         result.runs.append(run)
         for anomaly in run.outcome.anomalies:
             found.setdefault(anomaly.key, anomaly)
     result.anomalies = list(found.values())
+    if any(run.reduced for run in result.runs):
+        result.reductions = symmetry_notes(builder.symmetries)
     return result
 
 

@@ -76,6 +76,9 @@ class FileResult(BaseModel):
     verdict: Verdict
     findings: tuple[Finding, ...] = ()
     incomplete_reasons: tuple[str, ...] = ()
+    # what the protocol analysis did that a reader of the verdict should know, e.g. that
+    # symmetric warpgroups were explored through one (docs/checker.md)
+    analysis_notes: tuple[str, ...] = ()
 
 
 class CheckReport(BaseModel):

@@ -111,7 +111,8 @@ def render_text(results: list[FileResult], *, show_clean: bool = True,
             for reason in r.incomplete_reasons:
                 blocks.append(f"incomplete: {r.file}: {reason}")
         if show_clean and r.verdict == "clean":
-            blocks.append(f"clean: {r.file} ({r.schedule}, sha256 {r.sha256[:12]})")
+            blocks.append(f"clean: {r.file} ({r.schedule}, sha256 {r.sha256[:12]})"
+                          + "".join(f"\n  note: {note}" for note in r.analysis_notes))
     summary = ", ".join(f"{counts[v]} {v}" for v in ("clean", "rejected", "incomplete", "error")
                         if counts.get(v))
     n = len(results)

@@ -167,11 +167,14 @@ class Checker:
         self._run(final, ctx, findings, file)
         findings.sort(key=Finding.sort_key)
         reasons = tuple(f.message for f in findings if f.authority == "coverage")
+        analysed = ctx.__dict__.get("protocol")
+        notes = tuple(f"symmetry: {note}" for note in analysed.reductions) \
+            if analysed is not None else ()
         return FileResult(
             file=file, schedule=schedule.name, sha256=schedule_sha256(schedule),
             target=schedule.target, workload=schedule.workload,
             verdict=verdict_of(findings, incomplete=bool(reasons)),
-            findings=tuple(findings), incomplete_reasons=reasons,
+            findings=tuple(findings), incomplete_reasons=reasons, analysis_notes=notes,
         ), work
 
     @staticmethod
