@@ -356,15 +356,24 @@ def test_cost_parameters_are_judged_in_a_contained_worker(project, tmp_path, mon
         raise AssertionError("the parent imported workload code")
 
     monkeypatch.setattr(workloads, "load_workloads", refuse)
-    path = tmp_path / "sm_90a.toml"
-    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
-    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
-        "hbm_efficiency = { value = 0.85", "hbm_efficiency = { value = 1.5", 1))
-    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    code, data = _propose_cost_edit(project, tmp_path, "hbm_efficiency = { value = 0.85",
+                                    "hbm_efficiency = { value = 1.5")
     assert code == 1
     [blocker] = [b for b in data["blockers"] if b["kind"] == "cost-parameters-invalid"]
     assert blocker["files"] == ["rules/costmodel/sm_90a.toml"]
     assert "hbm_efficiency" in blocker["message"]
+
+
+def _propose_cost_edit(project, tmp_path, old: str, new: str):
+    """Propose the bundled cost parameters, version bumped, with `old` replaced by `new`,
+    over the scale corpus; (exit code, report data)."""
+    path = tmp_path / "sm_90a.toml"
+    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
+    assert old in text
+    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
+        old, new, 1))
+    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    return code, data
 
 
 def test_usage_errors_exit_2(project):
@@ -1018,11 +1027,9 @@ def test_a_symlinked_rulebook_plugin_is_a_usage_error(project):
 
 @pytest.mark.slow
 def test_cost_values_beyond_physics_are_blocked_naming_the_key(project, tmp_path):
-    path = tmp_path / "sm_90a.toml"
-    text = (project / "rules" / "costmodel" / "sm_90a.toml").read_text()
-    path.write_text(text.replace('version = "1.0.0"', 'version = "1.1.0"', 1).replace(
-        "hbm_bandwidth = { value = 3350000000000.0", "hbm_bandwidth = { value = 1e308", 1))
-    code, data, _ = propose(str(path), "--no-record", "--corpus", "corpus/valid/scale")
+    code, data = _propose_cost_edit(project, tmp_path,
+                                    "hbm_bandwidth = { value = 3350000000000.0",
+                                    "hbm_bandwidth = { value = 1e308")
     assert code == 1
     [blocker] = [b for b in data["blockers"] if b["kind"] == "cost-out-of-range"]
     assert blocker["files"] == ["rules/costmodel/sm_90a.toml"]
