@@ -11,7 +11,8 @@ printed next to its ratio against the compile, and the verdict on the target "ch
 
 The scale section (`--scale-only` runs it alone) checks the symmetric-role schedules of
 benchmarks/scale/ (three consumer roles, or three warpgroups of one role, over an 8-stage
-ring, persistent) and one corpus GEMM (`gemm/ws_pipeline_s4`) in the same rounds, and
+ring, persistent) and protocol_timing.py's point of three consumer roles x 8 stages x 256
+K trips x 8 tiles beside one corpus GEMM (`gemm/ws_pipeline_s4`) in the same rounds, and
 prints each one's warm check time, whole-process check time (`cakegov check --no-cache`)
 and analysis work units as ratios to the GEMM's (issue 45: within 3x).
 
@@ -45,6 +46,7 @@ TARGET_RATIO = 100.0
 SCALE_DIR = Path(__file__).resolve().parent / "scale"
 SCALE_REFERENCE = ROOT / "corpus" / "valid" / "gemm" / "ws_pipeline_s4.cake"
 SCALE_TARGET = 3.0  # issue 45: a scale schedule within 3x of one corpus GEMM
+SCALE_POINTS = ((8, 3, 256, 8),)  # (stages, consumer roles, K trips, tiles) of protocol_timing
 NVCC_FLAGS = ("-c", "-gencode", "arch=compute_90a,code=sm_90a")
 NVRTC_FLAGS = ("--gpu-architecture=sm_90a",)
 
@@ -314,9 +316,21 @@ def scale_report(rounds: int, cold_rounds: int) -> dict:
 
     book = Rulebook.load(ROOT / "rules")
     wls = load_workloads(ROOT / "corpus" / "workloads")
+    from protocol_timing import scaling_schedule
+
     paths = [SCALE_REFERENCE, *sorted(SCALE_DIR.glob("*.cake"))]
     names = [p.relative_to(ROOT).as_posix() for p in paths]
     data = [p.read_bytes() for p in paths]
+    # the issue's own point of protocol_timing.py's scaling table: three consumer roles
+    # (each its own A tile, one shared B ring) x 8 stages x 256 K trips x 8 tiles
+    tmp = tempfile.TemporaryDirectory(prefix="cakegov-scale-")
+    for stages, consumers, trips, tiles in SCALE_POINTS:
+        text = scaling_schedule(stages, consumers, trips, tiles)
+        path = Path(tmp.name) / f"scale_s{stages}_c{consumers}_t{trips}_p{tiles}.cake"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+        names.append(f"protocol_timing S={stages} C={consumers} T={trips} P={tiles}")
+        data.append(text.encode())
     warm: dict[str, list[float]] = {n: [] for n in names}
     cold: dict[str, list[float]] = {n: [] for n in names}
     units: dict[str, int] = {}
@@ -338,6 +352,7 @@ def scale_report(rounds: int, cold_rounds: int) -> dict:
     for _ in range(cold_rounds):
         for name, path in zip(names, paths, strict=True):
             cold[name].append(_cold_check(path))
+    tmp.cleanup()
     ref = names[0]
     print()
     print(f"scale schedules beside {ref}: {rounds} warm rounds (a fresh Checker each, "

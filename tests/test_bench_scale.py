@@ -38,6 +38,7 @@ def test_scale_section_reports_every_schedule_beside_the_reference(capsys):
     ref = rows[out["reference"]]
     assert ref["units_ratio"] == 1.0 and ref["warm_ratio"] == 1.0
     assert {f"benchmarks/scale/{p.name}" for p in SCALE} <= set(rows)
+    assert "protocol_timing S=8 C=3 T=256 P=8" in rows  # the scaling point
     for row in rows.values():
         assert row["verdict"] == "clean" and row["units"] > 0
         assert row["units_ratio"] == row["units"] / ref["units"]
