@@ -157,3 +157,32 @@ def test_the_corpus_gets_the_same_results_with_and_without_the_reduction(
         a.pop("analysis_notes"), b.pop("analysis_notes")
         assert a == b, path
     assert used >= 5  # the valid and invalid per-warpgroup releases of gemm and softmax
+
+
+RELEASE = "            with lm.warps(0, 12, 4):\n                empty[it % S].arrive()\n"
+
+
+def _per_warpgroup(call: str) -> str:
+    """Each warpgroup's first warp makes `call` on `empty` in a block of its own."""
+    assert RELEASE in SOURCE
+    return SOURCE.replace(RELEASE, "".join(
+        f"            with lm.warps({4 * g}, {4 * g + 1}):\n                empty[it % S].{call}\n"
+        for g in range(3)))
+
+
+def test_per_warpgroup_blocks_of_one_plain_arrive_are_reduced(rulebook, workloads,
+                                                              monkeypatch):
+    text = _per_warpgroup("arrive()")
+    syms = _worker_symmetry(rulebook, workloads, text)
+    assert syms is not None and syms[0].members == (0, 4, 8)
+    result, _ = _check(rulebook, workloads, monkeypatch, text, True)
+    assert result.verdict == "clean" and result.analysis_notes
+
+
+def test_per_warpgroup_transaction_bytes_are_not_one_merged_arrive(rulebook, workloads,
+                                                                   monkeypatch):
+    # three warpgroups each adding 16 bytes is not one arrive adding 16: not reduced
+    text = _per_warpgroup("arrive_expect_tx(bytes=16)")
+    assert _worker_symmetry(rulebook, workloads, text) is None
+    result, _ = _check(rulebook, workloads, monkeypatch, text, True)
+    assert result.verdict == "rejected" and result.analysis_notes == ()

@@ -323,13 +323,22 @@ def _named_ids(seq: list, out: set[int]) -> set[int]:
     return out
 
 
-def _writes_smem(seq: list) -> bool:
+def _unshared(seq: list) -> bool:
+    """Does the class do something each warpgroup's copy would do once more on a shared
+    resource, which one merged op cannot stand for: write shared memory (a write could
+    race another warpgroup's read), issue a bulk copy or bulk store (one elected issue
+    per warpgroup, each with its own bytes and group), add transaction bytes (each
+    warpgroup's `arrive_expect_tx` adds its own) or initialise a barrier (each would
+    initialise it again)?"""
     for op, body in seq:
-        if isinstance(op, LCompute) and any(a.space == "smem" for a in op.writes):
+        if isinstance(op, LCompute) and (op.group == "bulk" or
+                                         any(a.space == "smem" for a in op.writes)):
             return True
-        if isinstance(op, LCopy):
+        if isinstance(op, LCopy | LInit) or (isinstance(op, LArrive) and op.expects):
             return True
-        if body is not None and _writes_smem(body):
+        if isinstance(op, LFence) and op.scope == "mbarrier_init":
+            return True
+        if body is not None and _unshared(body):
             return True
     return False
 
@@ -340,9 +349,9 @@ def symmetric(kernel: LoweredKernel, role, classes: list[tuple[int, ...]],
     not symmetric: every class lies in one warpgroup, the classes of warpgroup g are those
     of warpgroup 0 shifted by g warpgroups, each image executes the same ops as its
     representative (subsets shifted; a named barrier only as a copy the image's warpgroup
-    alone uses, `used`: barrier id -> the classes that execute it), and no class writes
-    shared memory (their reads cannot race one another; a write could, across
-    warpgroups, with no barrier of theirs between)."""
+    alone uses, `used`: barrier id -> the classes that execute it), and no class does
+    what `_unshared` lists (writes shared memory, issues bulk copies or stores, adds
+    transaction bytes, initialises a barrier)."""
     d = WARPGROUP_WARPS
     if classes == [()] or role.warps % d or role.warps // d < 2:
         return None
@@ -356,7 +365,7 @@ def symmetric(kernel: LoweredKernel, role, classes: list[tuple[int, ...]],
     out = []
     for c in base:
         seq = _executed(role.body, c)
-        if _writes_smem(seq):
+        if _unshared(seq):
             return None
         private: set[int] = set()
         for g in range(1, m):
