@@ -76,3 +76,20 @@ def test_cli_json_on_a_directory():
     data = json.loads(result.stdout)
     assert data["summary"]["valid_matched"] == data["summary"]["valid"] == len(
         list((CORPUS / "valid" / "scale").glob("*.cake")))
+
+
+def test_jobs_give_the_same_output_as_one_process():
+    """`--jobs 2` hands schedules out largest first to two processes; the rows, their
+    order and every byte of the report must be what one process gives."""
+    slice_ = [str(CORPUS / "valid" / "softmax"), str(CORPUS / "invalid" / "softmax")]
+    common = ["corpus", "crosscheck", *slice_, "--format", "json", "--seeds", "1",
+              "--rules", str(RULES), "--workloads", str(WORKLOADS), "--quiet"]
+    one = CliRunner().invoke(app, [*common, "--jobs", "1"])
+    two = CliRunner().invoke(app, [*common, "--jobs", "2"])
+    assert one.exit_code == two.exit_code, (one.output, two.output)
+    assert one.stdout == two.stdout
+    rows = json.loads(one.stdout)["rows"]
+    files = sorted((CORPUS / "valid" / "softmax").glob("*.cake")) + sorted(
+        (CORPUS / "invalid" / "softmax").glob("*.cake"))
+    assert [r["file"] for r in rows] == [str(p.relative_to(CORPUS.parent)) for p in files]
+    assert {r["agreement"] for r in rows} <= {"agree", "not dynamic", "not judged"}

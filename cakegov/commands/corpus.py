@@ -52,6 +52,8 @@ def corpus_crosscheck(
     CrossFormat.text,
     seeds: Annotated[int, typer.Option("--seeds", help="Seeds per shape.", min=1,
                      max=64)] = 3,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; the "
+                    "output is the same for every number.")] = 1,
     quiet: QuietOpt = False,
     rules: RulesOpt = None,
     workloads: WorkloadsOpt = None,
@@ -81,7 +83,14 @@ def corpus_crosscheck(
 
     files = expand_paths(dirs)
     with progress("crosschecking", len(files), quiet=quiet) as advance:
-        rows = crosscheck(files, book, wls, seeds=seeds, root=root, advance=advance)
+        if jobs > 1 and len(files) > 1:
+            from cakegov.corpus.crossjobs import crosscheck_jobs
+
+            rows = crosscheck_jobs(files, resolve_rules(rules).resolve(),
+                                   resolve_workloads(workloads).resolve(), jobs=jobs,
+                                   seeds=seeds, root=root, advance=advance)
+        else:
+            rows = crosscheck(files, book, wls, seeds=seeds, root=root, advance=advance)
     if not rows:
         raise usage_error("no *.cake schedules found")
     render = {CrossFormat.json: render_json, CrossFormat.markdown: render_markdown,
