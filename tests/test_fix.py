@@ -260,3 +260,24 @@ def test_advice_only_fixes_stay_out_of_sarif(rulebook):
     doc = json.loads(render_sarif([FileResult(file="x.cake", verdict="rejected",
                                               findings=(advice,))], rulebook))
     assert "fixes" not in doc["runs"][0]["results"][0]
+
+
+def test_source_editor_text_is_ast_source_segment():
+    """SourceEditor.text splits the source once; it must give ast.get_source_segment's
+    text for every node of a sample of corpus schedules (every 16th), and of a source with
+    CRLF and CR line ends, non-ASCII characters and a form feed (not a line break)."""
+    import ast
+
+    from cakegov.check.repair import SourceEditor, source_lines_keepends
+
+    weird = ("x = f(1,\r\n  'é→', [2,\r    3])\r\ny = g(\x0c'ü',\n 4)\n")
+    sources = [p.read_text(encoding="utf-8") for p in SCHEDULES[::16]] + [weird]
+    seen = 0
+    for source in sources:
+        editor = SourceEditor.__new__(SourceEditor)  # only the text part: no schedule
+        editor.source, editor.lines = source, source_lines_keepends(source)
+        for node in ast.walk(ast.parse(source)):
+            if hasattr(node, "end_col_offset"):
+                assert editor.text(node) == (ast.get_source_segment(source, node) or "")
+                seen += 1
+    assert seen > 2_000

@@ -57,15 +57,23 @@ GROUPS = ("wgmma", "bulk")
 MAX_ANOMALIES = 64
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """One step of the canonical execution, for witnesses."""
 
     thread: int  # -1: a copy completing
     clock: int  # the thread's clock after the step (copies: the copy ordinal)
     line: int
-    text: str
+    said: str  # what happened; `text` prefixes where it happened when `ev` is given
     lane: int = -1  # the vector-clock lane the step is stamped on
+    ev: Event | None = None
+
+    @property
+    def text(self) -> str:
+        """`said`, after `ev.where()` when the step names its event: built only for the
+        steps a witness shows (the trace of a long run has millions, and formatting
+        where each happened was a tenth of the analysis)."""
+        return f"{self.ev.where()}: {self.said}" if self.ev is not None else self.said
 
 
 @dataclass
@@ -343,7 +351,7 @@ class Executor:
 
     def step_text(self, ev: Event, text: str) -> None:
         t = self.t[ev.thread]
-        self.trace.append(Step(ev.thread, t.c, ev.line, f"{ev.where()}: {text}"))
+        self.trace.append(Step(ev.thread, t.c, ev.line, text, ev=ev))
 
     # ---- memory ---------------------------------------------------------------------
 
@@ -430,6 +438,12 @@ class Executor:
         self.history[m.region] = keep
 
     def race(self, rec: _Rec, ev: Event, m: Mem, i: int) -> None:
+        # record() keeps an anomaly once, by Anomaly.key: a defect that overlaps two
+        # phases races at every access of a long run, so the message is not built for a
+        # key already recorded (a third of a persistent cluster GEMM's diagnosis went there)
+        if len(self.anomalies) >= MAX_ANOMALIES or \
+                ("race", m.name, (ev.path, rec.event.path)) in self.anomalies:
+            return
         first, second = rec.event, ev
         kind = "write" if m.write else "read"
         pkind = "write" if rec.mem.write else "read"
