@@ -128,3 +128,56 @@ def test_the_trusted_rulebook_holds_only_unchanged_plugins(tmp_path):
     assert [s["code"] for s in plan.stubs] == ["X002"] and plan.targets == ["t"]
     same = {"base": hashes["base"], "candidate": hashes["base"]}
     assert trusted.prepare(base, same, info, tmp_path / "u") is None
+
+
+@pytest.mark.slow
+def test_the_replay_covers_a_repair_search_of_more_than_64_rechecks(tmp_path):
+    """The repair search of a persistent FA3 schedule re-checks 72 edited sources, so the
+    engine calls a proposed structural rule 73 times there. The trusted recomputation must
+    replay every one of them: a replay cut at 64 calls (as it was) made the trusted run's
+    65th call find no data, and the example proposal was blocked as divergent."""
+    import shutil
+
+    from cakegov.check.context import MAX_RULE_CALLS
+    from cakegov.check.rulebook import Rulebook
+    from cakegov.corpus.labels import blind
+    from cakegov.corpus.workloads import load_workloads
+    from cakegov.govern import worker
+    from cakegov.govern.cache import plugin_hashes
+    from cakegov.govern.judge import _replay_data
+
+    from .conftest import CORPUS, ROOT, RULES, WORKLOADS
+
+    cand = tmp_path / "cand"
+    shutil.copytree(RULES, cand)
+    shutil.copyfile(ROOT / EXAMPLE, cand / "checks" / Path(EXAMPLE).name)
+    case = tmp_path / "case-00001.cake"
+    case.write_text(blind((CORPUS / "invalid" / "attention" /
+                           "fa3_persistent_kv_restart.cake").read_text()))
+    wls = load_workloads(WORKLOADS)
+
+    def run(rules: Path, extra: dict) -> dict:
+        events: list[dict] = []
+
+        class Channel:
+            @staticmethod
+            def emit(ev: dict) -> None:
+                if ev.get("ev") == "result":
+                    events.append(ev)
+
+        job = {"rules": str(rules), "time_limit_s": 600, "files": [[case.name, str(case)]],
+               **extra}
+        worker.check_files(job, Rulebook.load(rules), wls, Channel())
+        [event] = events
+        return event
+
+    contained = run(cand, {"record": ["*"]})
+    info = worker.describe(Rulebook.load(cand))
+    plan = trusted.prepare(RULES, {"base": plugin_hashes(RULES),
+                                   "candidate": plugin_hashes(cand)}, info, tmp_path / "t")
+    assert plan is not None and [s["code"] for s in plan.stubs] == ["R020"]
+    replay = _replay_data(contained, plan.stubs, case.name)
+    assert 64 < len(contained["calls"]["R020"]) == len(replay["R020"]) <= MAX_RULE_CALLS
+    mine = run(plan.rules, {"stubs": plan.stubs, "replay": {case.name: replay}})
+    assert mine["divergence"] == []
+    assert mine["result"] == contained["result"]

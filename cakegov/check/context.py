@@ -508,6 +508,12 @@ MAX_REPAIR_WORK = 200_000
 DIAGNOSIS_FACTOR = 4
 DIAGNOSIS_FLOOR = 100_000
 RULE_SHARE = 2  # one rule, in one pass, may spend at most 1/RULE_SHARE of either allowance
+# The most times the engine calls one rule while checking one schedule: twice in the
+# check itself (the strict pass and the pass over unclaimed anomalies), and once per
+# re-analysis of an edited source, of which each repair attempt makes at most two (the
+# program the anomaly showed in, then every program). The trusted recomputation replays
+# a proposed rule's recorded calls up to this many (cakegov/govern/judge.py).
+MAX_RULE_CALLS = 2 + 2 * MAX_REPAIR_ATTEMPTS
 
 
 def units(result: ProtocolResult) -> int:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cakegov.check.context import MAX_RULE_CALLS
 from cakegov.check.findings import FileResult, Finding
 from cakegov.check.repair import apply_edits
 from cakegov.corpus.labels import blind
@@ -360,7 +361,10 @@ def _replay_data(event: dict[str, Any], stubs: list[dict[str, Any]], alias: str
         if not isinstance(raw, list):
             continue
         kept: list[list[dict[str, Any]]] = []
-        for call in raw[:64]:
+        # every call the engine can make (a fixed 64 here cut the replay of a schedule
+        # whose repair search re-checks 72 edited sources, and the trusted run, making
+        # call 65 with no data for it, blocked an honest proposal as divergent)
+        for call in raw[:MAX_RULE_CALLS]:
             found = []
             for item in call if isinstance(call, list) else []:
                 try:
