@@ -181,3 +181,69 @@ def test_the_replay_covers_a_repair_search_of_more_than_64_rechecks(tmp_path):
     mine = run(plan.rules, {"stubs": plan.stubs, "replay": {case.name: replay}})
     assert mine["divergence"] == []
     assert mine["result"] == contained["result"]
+
+
+def _plan_and_setup(tmp_path, proposed: dict[str, str]):
+    """A base rulebook of one structural rule (checks/a.py) and a candidate with
+    `proposed` files on top; the Plan and a stand-in for Setup (hashes only)."""
+    from types import SimpleNamespace
+
+    from cakegov.govern.cache import plugin_hashes
+
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    for d, files in ((base, {"checks/a.py": "A"}), (cand, {"checks/a.py": "A", **proposed})):
+        for rel, text in files.items():
+            (d / rel).parent.mkdir(parents=True, exist_ok=True)
+            (d / rel).write_text(text)
+    hashes = {"base": plugin_hashes(base), "candidate": plugin_hashes(cand)}
+    spec = {"code": "X009", "name": "new", "version": "0.1.0", "severity": "blocking",
+            "authority": "legality", "category": "test", "status": "stable", "phase": "main",
+            "relpath": "checks/new.py", "sha256": "", "doc": ""}
+    plan = trusted.prepare(base, hashes, {"rules": [spec]}, tmp_path / "t")
+    return plan, SimpleNamespace(hashes=hashes)
+
+
+BASE_INFO = {"rules": [
+    {"code": "X001", "phase": "main", "category": "test", "status": "stable"},
+    {"code": "P001", "phase": "main", "category": "protocol", "status": "stable"}]}
+
+
+def test_a_silent_added_rule_reuses_the_base_run_only_when_everything_matches(tmp_path):
+    """The trusted recomputation of a schedule is the base's run when the proposal only
+    adds rules and every recorded call of them yielded nothing, the number of calls being
+    the engine's calls to base rules of the same kind; any other case is recomputed."""
+    from cakegov.check.findings import FileResult
+    from cakegov.govern.judge import CaseRun, _added_rules_only, _silent_replay
+
+    plan, setup = _plan_and_setup(tmp_path, {"checks/new.py": "N"})
+    assert _added_rules_only(setup, plan)
+    base_run = CaseRun(result=FileResult(file="x.cake", verdict="clean"))
+    base_event = {"counts": {"X001": 3, "P001": 1}}
+    silent = {"calls": {"X009": [[], [], []]}}
+    assert _silent_replay(silent, base_event, base_run, plan, BASE_INFO)
+    # it yielded a finding on one call (a re-check of a repair): recompute
+    fired = {"calls": {"X009": [[], [{"code": "X009"}], []]}}
+    assert not _silent_replay(fired, base_event, base_run, plan, BASE_INFO)
+    # the engine called it fewer or more times than the base rules at the same points
+    for n in (2, 4):
+        assert not _silent_replay({"calls": {"X009": [[]] * n}}, base_event, base_run, plan,
+                                  BASE_INFO)
+    # no record, no counts, a base run that failed or skipped a rule, no peer of its kind
+    assert not _silent_replay({}, base_event, base_run, plan, BASE_INFO)
+    assert not _silent_replay(silent, {}, base_run, plan, BASE_INFO)
+    assert not _silent_replay(silent, base_event, CaseRun(result=base_run.result,
+                                                          skipped=["X001"]), plan, BASE_INFO)
+    assert not _silent_replay(silent, base_event, CaseRun(result=None), plan, BASE_INFO)
+    assert not _silent_replay(silent, base_event, base_run, plan,
+                              {"rules": [BASE_INFO["rules"][1]]})
+
+
+@pytest.mark.parametrize("proposed", [
+    {"checks/new.py": "N", "checks/a.py": "A2"},  # an unchanged rule changed too
+    {"checks/new.py": "N", "primitives/p.py": "P"},  # a primitive proposed
+])
+def test_only_added_rules_let_the_base_run_stand_in(tmp_path, proposed):
+    from cakegov.govern.judge import _added_rules_only
+
+    plan, setup = _plan_and_setup(tmp_path, proposed)
+    assert not _added_rules_only(setup, plan)

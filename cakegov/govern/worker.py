@@ -115,6 +115,7 @@ class Monitor:
         self.skipped: list[str] = []
         self.rule_seconds: dict[str, float] = {}
         self.calls: dict[str, list[list[dict[str, Any]]]] = {}
+        self.counts: dict[str, int] = {}  # how many times the engine called each rule
 
     def wrap(self, rule: Any) -> Any:
         inner = rule.check
@@ -132,6 +133,7 @@ class Monitor:
     def run(self, rule: Any, ctx: Any, inner: Callable[[Any], Iterator[Any]]) -> list[Any]:
         file = ctx._base.file  # engine side: the rule API does not expose it
         out = self._run(rule, ctx, inner, file)
+        self.counts[rule.code] = self.counts.get(rule.code, 0) + 1
         if rule.code in self.record or "*" in self.record:
             self.calls.setdefault(rule.code, []).append(
                 [f.model_dump(mode="json") for f in out])
@@ -254,7 +256,8 @@ def check_files(job: dict[str, Any], book: Any, workloads: Any, proto: Protocol)
             "result": result.model_dump(mode="json") if result is not None else None,
             "seconds": seconds, "rule_seconds": monitor.rule_seconds,
             "failures": monitor.failures, "skipped": sorted(set(monitor.skipped)),
-            "calls": monitor.calls, "divergence": replayer.finish(rel),
+            "calls": monitor.calls, "counts": monitor.counts,
+            "divergence": replayer.finish(rel),
         })
 
 
