@@ -318,3 +318,10 @@ def test_a_schedule_in_several_sections_is_omitted_once():
     res = res.model_copy(update={"flips": [twice, *res.flips[1:]]})
     _, omitted = _sections(res, None, Level(findings=False, evidence=False, max_flips=0))
     assert omitted == len(res.flips)  # not 13 of 12
+
+
+def test_the_gpu_row_says_the_mode_once():
+    """`--gpu off` is in the probe's own detail; the provenance row must not repeat it."""
+    md = render_markdown(result("blocked"))
+    [row] = [line for line in md.splitlines() if line.startswith("| GPU |")]
+    assert row.count("--gpu off") == 1 and "none: not probed" in row

@@ -312,6 +312,7 @@ def view(result: ProposalResult, root: Path | None = None, level: Level | None =
              for r in result.rules]
     ledger = run.ledger
     gpu = (f"{p.gpu.device} (--gpu {p.gpu.mode})" if p.gpu.present
+           else f"none: {p.gpu.detail}" if f"--gpu {p.gpu.mode}" in p.gpu.detail
            else f"none: {p.gpu.detail} (--gpu {p.gpu.mode})")
     m = p.machine
     return {
