@@ -29,7 +29,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("check", "check"), ("lock", "rules"), ("version", "rules"), ("doctor", "propose"),
     ("docs", "rules"), ("run", "run"), ("lower", "lower"), ("compile", "lower"),
     ("propose-rule", "propose"), ("render-proposal", "propose"), ("simulate", "simulate"),
-    ("rank", "cost"),
+    ("rank", "cost"), ("server", "server"),
 )
 GROUPS: tuple[tuple[str, str], ...] = (
     ("rules", "rules"), ("audit", "audit"), ("corpus", "corpus"), ("costmodel", "cost"),
