@@ -7,12 +7,9 @@ and a storm of changes end in diagnostics, and the server still shuts down clean
 
 from __future__ import annotations
 
-import json
-import os
-import queue
+import importlib.util
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import pytest
@@ -22,81 +19,18 @@ from .conftest import CORPUS, ROOT, RULES, WORKLOADS
 pytest.importorskip("pygls")
 
 PARITY = CORPUS / "invalid" / "gemm" / "consumer_parity_inverted.cake"
-TIMEOUT = 120.0  # seconds to wait for one message: a bound on a hang, never a verdict
 
 
-class Client:
-    """A minimal LSP client over a child process's pipes."""
+def _bench() -> Any:
+    spec = importlib.util.spec_from_file_location("bench_server",
+                                                  ROOT / "benchmarks" / "bench_server.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_server", module)
+    spec.loader.exec_module(module)
+    return module
 
-    def __init__(self) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cakegov", "server", "--rules", str(RULES),
-             "--workloads", str(WORKLOADS)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env)
-        self.inbox: queue.Queue = queue.Queue()
-        self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
 
-    def _read(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    self.inbox.put(None)
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                name, _, value = line.decode("ascii").partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value.strip())
-            assert length is not None
-            self.inbox.put(json.loads(out.read(length)))
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
-        self.proc.stdin.flush()
-
-    def notify(self, method: str, params: dict[str, Any]) -> None:
-        self.send({"method": method, "params": params})
-
-    def request(self, method: str, params: dict[str, Any]) -> Any:
-        self.next_id += 1
-        rid = self.next_id
-        self.send({"id": rid, "method": method, "params": params})
-        msg = self.wait(lambda m: m.get("id") == rid and "method" not in m)
-        assert "error" not in msg, msg
-        return msg["result"]
-
-    def wait(self, want) -> dict[str, Any]:
-        while True:
-            try:
-                msg = self.inbox.get(timeout=TIMEOUT)
-            except queue.Empty:
-                raise AssertionError("the server sent nothing for "
-                                     f"{TIMEOUT:g} s") from None
-            if msg is None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise AssertionError(f"the server closed its output: {err[-2000:]}")
-            if want(msg):
-                return msg
-
-    def diagnostics(self, uri: str, version: int | None = None) -> list[dict[str, Any]]:
-        msg = self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                        and m["params"]["uri"] == uri
-                        and (version is None or m["params"].get("version") == version))
-        return msg["params"]["diagnostics"]
-
-    def close(self) -> int:
-        self.request("shutdown", {})
-        self.notify("exit", {})
-        return self.proc.wait(timeout=TIMEOUT)
+Client = _bench().Client  # the minimal LSP client the latency benchmark uses too
 
 
 def _offset(text: str, line: int, character: int) -> int:
@@ -116,23 +50,19 @@ def _apply(text: str, edits: list[dict[str, Any]]) -> str:
 
 @pytest.fixture(scope="module")
 def client():
-    c = Client()
-    c.request("initialize", {"processId": os.getpid(), "rootUri": ROOT.as_uri(),
-                             "capabilities": {}})
-    c.notify("initialized", {})
+    c = Client(RULES, WORKLOADS)
+    c.initialize()
     yield c
     if c.proc.poll() is None:
         c.proc.kill()
 
 
-def _open(c: Client, uri: str, text: str, version: int = 1) -> None:
-    c.notify("textDocument/didOpen", {"textDocument": {
-        "uri": uri, "languageId": "python", "version": version, "text": text}})
+def _open(c, uri: str, text: str, version: int = 1) -> None:
+    c.open(uri, text, version)
 
 
-def _change(c: Client, uri: str, text: str, version: int) -> None:
-    c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
-                                        "contentChanges": [{"text": text}]})
+def _change(c, uri: str, text: str, version: int) -> None:
+    c.change(uri, text, version)
 
 
 def test_labelled_finding_then_quick_fix_then_clean(client):
@@ -199,7 +129,7 @@ def test_a_rulebook_that_does_not_load_is_a_usage_error(tmp_path):
     (tmp_path / "checks").mkdir()
     proc = subprocess.run([sys.executable, "-m", "cakegov", "server", "--rules",
                            str(tmp_path), "--workloads", str(WORKLOADS)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=TIMEOUT,
+                          capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "not a rulebook" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -218,3 +148,18 @@ def test_positions_count_utf16_code_units():
     line = "x = 'é𝄞'  # y\n"
     r = _range(types, Span(line=1, col=10, end_line=1, end_col=11), [line])
     assert (r.start.character, r.end.character) == (10, 11)  # 𝄞 is two UTF-16 units
+
+
+def test_the_latency_benchmark_prints_its_rows(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_server.py"),
+                           "--changes", "3", "--warmup", "1", "--cold", "1", "--json",
+                           str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "didChange -> diagnostics, median" in proc.stdout
+    assert "cakegov check --no-cache FILE, median" in proc.stdout
+    import json
+
+    data = json.loads(out.read_text())
+    assert len(data["latencies_ms"]) == 3 and len(data["cold_check_ms"]) == 1
+    assert data["median_ms"] > 0 and data["target_ms"] == 50.0
