@@ -135,6 +135,36 @@ def test_a_rulebook_that_does_not_load_is_a_usage_error(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_changed_rulebook_is_reloaded_and_a_broken_one_reported(tmp_path):
+    """Rule files changed on disk take effect at the next check: with the rule that
+    reports P005 deleted, P005 is gone; with a plugin that fails to import added, the
+    client is told and the last good rulebook keeps serving."""
+    import shutil
+
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules)
+    c = Client(rules, WORKLOADS)
+    try:
+        c.initialize()
+        uri = PARITY.as_uri()
+        text = PARITY.read_text()
+        c.open(uri, text)
+        assert "P005" in {d["code"] for d in c.diagnostics(uri, 1)}
+        (rules / "checks" / "initial-parity.py").unlink()
+        c.change(uri, text, 2)
+        without = {d["code"] for d in c.diagnostics(uri, 2)}
+        assert "P005" not in without and without  # the anomaly is still reported
+        (rules / "checks" / "broken.py").write_text("raise RuntimeError('boom')\n")
+        c.change(uri, text, 3)
+        shown = c.wait(lambda m: m.get("method") == "window/showMessage")
+        assert "does not load" in shown["params"]["message"]
+        assert {d["code"] for d in c.diagnostics(uri, 3)} == without
+        assert c.close() == 0
+    finally:
+        if c.proc.poll() is None:
+            c.proc.kill()
+
+
 def test_shutdown_and_exit(client):
     assert client.close() == 0
 
